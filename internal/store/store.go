@@ -1,0 +1,275 @@
+// Package store owns the database: opening SQLite or PostgreSQL behind one API,
+// the embedded migrations, and a transaction helper that caches prepared statements.
+//
+// One schema design serves both backends: migrations and queries are written in
+// the common subset of SQL (see migrations/README.md) with $N placeholders,
+// which both SQLite and PostgreSQL accept.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	_ "github.com/mattn/go-sqlite3"    // registers the "sqlite3" database/sql driver
+)
+
+// Dialect names the SQL backend.
+type Dialect int
+
+const (
+	SQLite Dialect = iota + 1
+	Postgres
+)
+
+func (d Dialect) String() string {
+	switch d {
+	case SQLite:
+		return "sqlite"
+	case Postgres:
+		return "postgres"
+	}
+	return "unknown"
+}
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// DB is the handle every reader and writer shares. For SQLite it holds two pools:
+// one writer connection (SQLite allows one writer; IMMEDIATE transactions avoid
+// upgrade deadlocks) and a read pool that WAL lets run beside the writer.
+type DB struct {
+	dialect Dialect
+	write   *sql.DB
+	read    *sql.DB
+	dsn     string
+}
+
+// ErrNotFound is returned by lookups that find no row.
+var ErrNotFound = errors.New("not found")
+
+// Open connects to dsn: "sqlite:PATH", "sqlite::memory:" (a private in-memory
+// database, for tests), or a "postgres://" / "postgresql://" URL.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"), dsn)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return openPostgres(ctx, dsn)
+	}
+	return nil, fmt.Errorf("store: unsupported database %q (want sqlite:PATH or postgres://...)", redact(dsn))
+}
+
+func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
+	memory := path == ":memory:" || path == ""
+	var base string
+	if memory {
+		// A shared-cache in-memory database with a unique name, so the write and
+		// read pools see the same data while separate test databases stay apart.
+		base = fmt.Sprintf("file:mem%p?mode=memory&cache=shared", &path)
+	} else {
+		if dir := filepath.Dir(path); dir != "" {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("store: create database directory: %w", err)
+			}
+		}
+		base = "file:" + path + "?"
+	}
+	sep := "&"
+	if strings.HasSuffix(base, "?") {
+		sep = ""
+	}
+	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-65536"
+	if !memory {
+		common += "&_journal_mode=WAL&_synchronous=NORMAL"
+	}
+	w, err := sql.Open("sqlite3", base+common+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite writer: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	db := &DB{dialect: SQLite, write: w, dsn: dsn}
+	if memory {
+		// Shared-cache memory databases lock at table level; one pool avoids
+		// SQLITE_LOCKED between readers and the writer.
+		db.read = w
+	} else {
+		r, err := sql.Open("sqlite3", base+common+"&mode=ro")
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store: open sqlite reader: %w", err)
+		}
+		r.SetMaxOpenConns(8)
+		r.SetMaxIdleConns(8)
+		db.read = r
+	}
+	if err := w.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect sqlite %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func openPostgres(ctx context.Context, dsn string) (*DB, error) {
+	p, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	p.SetMaxOpenConns(32)
+	p.SetMaxIdleConns(16)
+	if err := p.PingContext(ctx); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("store: connect postgres %s: %w", redact(dsn), err)
+	}
+	return &DB{dialect: Postgres, write: p, read: p, dsn: dsn}, nil
+}
+
+// redact hides a password in a connection string for error messages and logs.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+// Dialect reports the backend.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// String describes the database without secrets.
+func (db *DB) String() string { return redact(db.dsn) }
+
+// Close closes both pools.
+func (db *DB) Close() error {
+	err := db.write.Close()
+	if db.read != db.write {
+		if rerr := db.read.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// Ping checks that the store answers (health checks).
+func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+// QueryContext runs a read query on the read pool.
+func (db *DB) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return db.read.QueryContext(ctx, q, args...)
+}
+
+// QueryRowContext runs a single-row read query on the read pool.
+func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return db.read.QueryRowContext(ctx, q, args...)
+}
+
+// ExecContext runs one statement on the writer in its own transaction
+// (small writes outside ingestion: page tokens, jobs, keys).
+func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return db.write.ExecContext(ctx, q, args...)
+}
+
+// WriterDB exposes the writer pool for code that needs database/sql directly
+// (e.g. PostgreSQL COPY through the pgx connection).
+func (db *DB) WriterDB() *sql.DB { return db.write }
+
+// Migrate applies every embedded migration not yet applied, in file-name order,
+// each in its own transaction with its bookkeeping row.
+func (db *DB) Migrate(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx,
+		`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("store: create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("store: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		var one int
+		err := db.write.QueryRowContext(ctx, `SELECT 1 FROM schema_migrations WHERE name = $1`, base).Scan(&one)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: check migration %s: %w", base, err)
+		}
+		body, err := migrationFS.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("store: read migration %s: %w", base, err)
+		}
+		if err := db.applyMigration(ctx, base, db.translate(string(body))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) applyMigration(ctx context.Context, name, body string) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migration %s: begin: %w", name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	for _, stmt := range splitStatements(body) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("store: migration %s: %w\n%s", name, err, stmt)
+		}
+	}
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO schema_migrations (name, applied_at) VALUES ($1, $2)`, name, time.Now().Unix()); err != nil {
+		return fmt.Errorf("store: migration %s: record: %w", name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migration %s: commit: %w", name, err)
+	}
+	return nil
+}
+
+// translate maps the shared schema dialect onto the backend: BLOB becomes BYTEA
+// on PostgreSQL. Everything else in migrations is common SQL.
+func (db *DB) translate(q string) string {
+	if db.dialect == Postgres {
+		q = strings.ReplaceAll(q, " BLOB", " BYTEA")
+	}
+	return q
+}
+
+// splitStatements splits a migration on semicolons that end a line; comments
+// starting with -- are dropped.
+func splitStatements(body string) []string {
+	var out []string
+	var cur strings.Builder
+	for _, line := range strings.Split(body, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteByte('\n')
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSpace(cur.String()))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}

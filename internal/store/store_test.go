@@ -1,0 +1,50 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+func TestMigrateTwiceAndTx(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.Migrate(ctx); err != nil {
+			t.Fatalf("second migrate: %v", err)
+		}
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for h := 0; h < 3; h++ {
+			if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1, $2, $3, $4, $5)`,
+				"P", h, "hash", 7, []byte{1, 2, byte(h)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		var body []byte
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM raw_blocks`).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("count = %d, %v", n, err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT body FROM raw_blocks WHERE height = $1`, 2).Scan(&body); err != nil || string(body) != "\x01\x02\x02" {
+			t.Fatalf("body = %v, %v", body, err)
+		}
+		// A rolled-back transaction leaves nothing behind.
+		tx, _ = db.Begin(ctx)
+		if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1, $2, $3, $4, $5)`, "X", 1, "h", 1, []byte{}); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback()
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM raw_blocks`).Scan(&n); err != nil || n != 3 {
+			t.Fatalf("after rollback count = %d, %v", n, err)
+		}
+	})
+}

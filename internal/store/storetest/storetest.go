@@ -1,0 +1,210 @@
+// Package storetest runs tests against both real backends: a fresh SQLite
+// database and a fresh database in a throwaway PostgreSQL cluster that the test
+// binary starts in a temporary directory and removes when it exits.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Cluster is a running throwaway PostgreSQL server.
+type Cluster struct {
+	dir  string
+	port int
+	run  func(args ...string) *exec.Cmd
+}
+
+var (
+	clusterOnce sync.Once
+	cluster     *Cluster
+	clusterErr  error
+	dbCounter   atomic.Int64
+)
+
+// Main wraps testing.M: it stops the PostgreSQL cluster (if a test started
+// one) after the tests, whatever their outcome. Call from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if cluster != nil {
+		cluster.Stop()
+	}
+	os.Exit(code)
+}
+
+// StartCluster initialises and starts a PostgreSQL cluster in a new temporary
+// directory on a free loopback port. As root, the server runs as the
+// "postgres" user (PostgreSQL refuses to run as root).
+func StartCluster() (*Cluster, error) {
+	bin, err := pgBinDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "permafrost-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("storetest: temp dir: %w", err)
+	}
+	c := &Cluster{dir: dir}
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("storetest: running as root needs a postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("storetest: chown: %w", err)
+		}
+	}
+	c.run = func(args ...string) *exec.Cmd {
+		args[0] = filepath.Join(bin, args[0])
+		if asRoot {
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
+		return exec.Command(args[0], args[1:]...)
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := c.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("storetest: initdb: %w\n%s", err, out)
+	}
+	for attempt := 0; attempt < 5; attempt++ {
+		c.port, err = freePort()
+		if err != nil {
+			break
+		}
+		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB", c.port, dir)
+		out, serr := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
+		if serr == nil {
+			return c, nil
+		}
+		err = fmt.Errorf("storetest: pg_ctl start: %w\n%s", serr, out)
+	}
+	os.RemoveAll(dir)
+	return nil, err
+}
+
+// Stop stops the server and removes its directory.
+func (c *Cluster) Stop() {
+	c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop").Run() //nolint:errcheck
+	os.RemoveAll(c.dir)
+}
+
+// DSN of database name on the cluster.
+func (c *Cluster) DSN(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.port, name)
+}
+
+// NewDatabase creates an empty database and returns its DSN.
+func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbCounter.Add(1))
+	admin, err := store.Open(ctx, c.DSN("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("storetest: create database: %w", err)
+	}
+	return c.DSN(name), nil
+}
+
+// PostgresDSN returns a fresh database on the shared per-binary cluster,
+// starting it on first use. The test fails if PostgreSQL cannot start.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	clusterOnce.Do(func() { cluster, clusterErr = StartCluster() })
+	if clusterErr != nil {
+		t.Fatalf("postgres: %v", clusterErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	return dsn
+}
+
+// SQLiteDSN returns a fresh file-backed SQLite database in the test's temp dir.
+func SQLiteDSN(t testing.TB) string {
+	t.Helper()
+	return "sqlite:" + filepath.Join(t.TempDir(), "permafrost.db")
+}
+
+// Open opens and migrates a database, closing it when the test ends.
+func Open(t testing.TB, dsn string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("open %s: %v", dsn, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return db
+}
+
+// Backends lists the backends every store-facing test runs on.
+var Backends = []string{"sqlite", "postgres"}
+
+// DSNFor returns a fresh database of the named backend.
+func DSNFor(t testing.TB, backend string) string {
+	if backend == "postgres" {
+		return PostgresDSN(t)
+	}
+	return SQLiteDSN(t)
+}
+
+// ForEachBackend runs body as a subtest on a fresh, migrated database of each backend.
+func ForEachBackend(t *testing.T, body func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(b, func(t *testing.T) {
+			body(t, Open(t, DSNFor(t, b)))
+		})
+	}
+}
+
+func pgBinDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real), nil
+		}
+		return filepath.Dir(p), nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(matches) > 0 {
+		return filepath.Dir(matches[len(matches)-1]), nil
+	}
+	return "", fmt.Errorf("storetest: PostgreSQL binaries (initdb, pg_ctl) not found; install postgresql")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr := l.Addr().String()
+	_, port, _ := strings.Cut(addr[strings.LastIndex(addr, ":")-0:], ":")
+	return strconv.Atoi(port)
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Tx is one write transaction. Ingestion writes a batch of blocks and the
+// chain checkpoint through one Tx, so a crash leaves either all or none.
+// Prepared statements are cached for the life of the Tx: a batch executes the
+// same few inserts thousands of times.
+type Tx struct {
+	db    *DB
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+// Begin starts a write transaction on the writer.
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	t, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: begin: %w", err)
+	}
+	return &Tx{db: db, tx: t, stmts: make(map[string]*sql.Stmt)}, nil
+}
+
+// Dialect reports the backend of the transaction.
+func (t *Tx) Dialect() Dialect { return t.db.dialect }
+
+func (t *Tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s, ok := t.stmts[q]; ok {
+		return s, nil
+	}
+	s, err := t.tx.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("store: prepare %q: %w", abbreviate(q), err)
+	}
+	t.stmts[q] = s
+	return s, nil
+}
+
+// Exec runs a statement through the per-transaction statement cache.
+func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.ExecContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: exec %q: %w", abbreviate(q), err)
+	}
+	return res, nil
+}
+
+// Query runs a query inside the transaction (reads its own writes).
+func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// QueryRow runs a single-row query inside the transaction.
+func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	s, err := t.stmt(ctx, q)
+	if err != nil {
+		// A failed prepare surfaces at Scan through the transaction's own QueryRow.
+		return t.tx.QueryRowContext(ctx, q, args...)
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// SQL exposes the underlying transaction for code that needs database/sql directly.
+func (t *Tx) SQL() *sql.Tx { return t.tx }
+
+// Commit commits and releases cached statements.
+func (t *Tx) Commit() error {
+	t.closeStmts()
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// Rollback aborts; safe to call after Commit (returns sql.ErrTxDone then).
+func (t *Tx) Rollback() error {
+	t.closeStmts()
+	return t.tx.Rollback()
+}
+
+func (t *Tx) closeStmts() {
+	for q, s := range t.stmts {
+		s.Close()
+		delete(t.stmts, q)
+	}
+}
+
+func abbreviate(q string) string {
+	if len(q) > 80 {
+		return q[:77] + "..."
+	}
+	return q
+}
