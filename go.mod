@@ -7,6 +7,7 @@ require (
 	github.com/ava-labs/libevm v1.13.14-0.4.0.rc.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/mattn/go-sqlite3 v1.14.53
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

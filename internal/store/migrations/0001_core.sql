@@ -15,6 +15,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     block_hash  TEXT NOT NULL,
     block_time  BIGINT NOT NULL,              -- unix seconds of that block
     node_height BIGINT NOT NULL DEFAULT 0,    -- tip the node last reported
+    rate        DOUBLE PRECISION NOT NULL DEFAULT 0, -- recent blocks/s
     updated_at  BIGINT NOT NULL
 );
 
@@ -27,3 +28,18 @@ CREATE TABLE IF NOT EXISTS raw_blocks (
     body       BLOB NOT NULL,
     PRIMARY KEY (chain_key, height)
 );
+
+-- Small shared settings (e.g. the page-token signing secret, so every replica agrees).
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+
+-- Server-side page tokens (metrics service): valid 24 hours, shared by replicas.
+CREATE TABLE IF NOT EXISTS page_tokens (
+    token      TEXT PRIMARY KEY,              -- UUID
+    route      TEXT NOT NULL,
+    payload    TEXT NOT NULL,                 -- JSON cursor
+    created_at BIGINT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS page_tokens_created ON page_tokens (created_at);

@@ -1,0 +1,116 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ava-labs/avalanchego/utils/constants"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// ChainRef is one indexed chain as the API sees it.
+type ChainRef struct {
+	Key          string // P, X, C, or an EVM chain id
+	Kind         string // P, X, EVM
+	BlockchainID string
+	EVMChainID   string
+	Name         string
+}
+
+// Network describes the one network this index serves.
+type Network struct {
+	ID    uint32
+	Name  string // mainnet, fuji, or the configured name (default testnet)
+	HRP   string
+	Chain map[string]ChainRef // by key
+}
+
+// LoadNetwork reads the indexed chains; name is the configured name used for
+// networks other than mainnet and fuji.
+func LoadNetwork(ctx context.Context, db *store.DB, name string) (*Network, error) {
+	rows, err := db.QueryContext(ctx, `SELECT chain_key, kind, blockchain_id, COALESCE(evm_chain_id, ''), network_id, name FROM chains`)
+	if err != nil {
+		return nil, fmt.Errorf("load chains: %w", err)
+	}
+	defer rows.Close()
+	n := &Network{Chain: map[string]ChainRef{}}
+	for rows.Next() {
+		var c ChainRef
+		var id int64
+		if err := rows.Scan(&c.Key, &c.Kind, &c.BlockchainID, &c.EVMChainID, &id, &c.Name); err != nil {
+			return nil, fmt.Errorf("load chains: %w", err)
+		}
+		n.ID = uint32(id)
+		n.Chain[c.Key] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load chains: %w", err)
+	}
+	n.HRP = constants.GetHRP(n.ID)
+	switch n.ID {
+	case constants.MainnetID:
+		n.Name = "mainnet"
+	case constants.FujiID:
+		n.Name = "fuji"
+	default:
+		n.Name = name
+	}
+	return n, nil
+}
+
+// CheckNetwork accepts the path's network name: this network's name, with
+// fuji and testnet as aliases of each other. Anything else is a 404.
+func (n *Network) CheckNetwork(name string) error {
+	switch name {
+	case "mainnet", "fuji", "testnet":
+	default:
+		return BadRequest(fmt.Sprintf("network must be one of mainnet, fuji, testnet, got %q", truncate(name)))
+	}
+	if name == n.Name || (n.Name != "mainnet" && (name == "fuji" || name == "testnet") && (n.Name == "fuji" || n.Name == "testnet")) {
+		return nil
+	}
+	return NotFound("network %s is not indexed by this server (it serves %s)", name, n.Name)
+}
+
+// Blockchain resolves a primary-network blockchain id or alias (p-chain,
+// x-chain, c-chain) to its chain.
+func (n *Network) Blockchain(idOrAlias string) (ChainRef, error) {
+	key := ""
+	switch strings.ToLower(idOrAlias) {
+	case "p-chain":
+		key = "P"
+	case "x-chain":
+		key = "X"
+	case "c-chain":
+		key = "C"
+	}
+	if key != "" {
+		if c, ok := n.Chain[key]; ok {
+			return c, nil
+		}
+	}
+	for _, k := range []string{"P", "X", "C"} {
+		if c, ok := n.Chain[k]; ok && c.BlockchainID == idOrAlias {
+			return c, nil
+		}
+	}
+	return ChainRef{}, NotFound("blockchain %q is not a primary-network chain of network %s", truncate(idOrAlias), n.Name)
+}
+
+// EVMChain resolves an EVM chain id, blockchain id or alias (c-chain) to an indexed EVM chain.
+func (n *Network) EVMChain(id string) (ChainRef, error) {
+	if strings.EqualFold(id, "c-chain") {
+		id = "C"
+	}
+	for _, c := range n.Chain {
+		if c.Kind != "EVM" {
+			continue
+		}
+		if c.Key == id || c.EVMChainID == id || c.BlockchainID == id {
+			return c, nil
+		}
+	}
+	return ChainRef{}, NotFound("chain %q is not indexed by this server", truncate(id))
+}

@@ -1,0 +1,126 @@
+// Package config turns flags, PERMAFROST_* environment variables and an
+// optional YAML file into one Config. Precedence: flag > environment > file > default.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is everything the subcommands need.
+type Config struct {
+	DB            string
+	Listen        string
+	MetricsListen string
+	Node          string
+	EVMRPC        []string
+	NetworkName   string
+	Genesis       string
+	LogFormat     string
+	BatchSize     int
+	Poll          time.Duration
+	// PublicURL is the absolute base URL clients reach this server at (export download links).
+	PublicURL string
+	ExportDir string
+}
+
+// Register declares the shared flags on fs and returns the Config they fill.
+func Register(fs *flag.FlagSet) *Config {
+	c := &Config{}
+	fs.StringVar(&c.DB, "db", "sqlite:./data/permafrost.db", "database: sqlite:PATH or postgres://...")
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to serve the APIs on")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "optional separate address for the metrics service")
+	fs.StringVar(&c.Node, "node", "http://127.0.0.1:9650", "avalanchego base URL")
+	fs.Func("evm-rpc", "further EVM chain JSON-RPC URL (repeatable)", func(s string) error {
+		c.EVMRPC = append(c.EVMRPC, s)
+		return nil
+	})
+	fs.StringVar(&c.NetworkName, "network-name", "testnet", "name a network other than mainnet/fuji is served under")
+	fs.StringVar(&c.Genesis, "genesis", "", "genesis config file for networks other than mainnet and fuji")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.IntVar(&c.BatchSize, "batch-size", 64, "blocks per write transaction")
+	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to ask the node for new blocks at the tip")
+	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
+	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")
+	fs.String("config", "", "optional YAML config file (keys are flag names)")
+	return c
+}
+
+// Parse parses args, then fills every flag not given on the command line from
+// PERMAFROST_<NAME> (dashes become underscores) or the YAML file.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	fileValues := map[string]any{}
+	path := fs.Lookup("config").Value.String()
+	if path == "" {
+		path = os.Getenv("PERMAFROST_CONFIG")
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if err := yaml.Unmarshal(b, &fileValues); err != nil {
+			return fmt.Errorf("config: %s: %w", path, err)
+		}
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] || f.Name == "config" {
+			return
+		}
+		env := "PERMAFROST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			for _, part := range splitRepeatable(f.Name, v) {
+				if e := f.Value.Set(part); e != nil {
+					err = fmt.Errorf("config: %s: %w", env, e)
+					return
+				}
+			}
+			return
+		}
+		if v, ok := fileValues[f.Name]; ok {
+			var vals []string
+			switch t := v.(type) {
+			case []any:
+				for _, x := range t {
+					vals = append(vals, fmt.Sprint(x))
+				}
+			default:
+				vals = []string{fmt.Sprint(t)}
+			}
+			for _, part := range vals {
+				if e := f.Value.Set(part); e != nil {
+					err = fmt.Errorf("config: %s in %s: %w", f.Name, path, e)
+					return
+				}
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for k := range fileValues {
+		if fs.Lookup(k) == nil {
+			return fmt.Errorf("config: unknown key %q in %s", k, path)
+		}
+	}
+	return nil
+}
+
+// splitRepeatable lets a repeatable flag take a comma list from the environment.
+func splitRepeatable(name, v string) []string {
+	if name == "evm-rpc" {
+		return strings.Split(v, ",")
+	}
+	return []string{v}
+}
