@@ -25,7 +25,9 @@ func NewParams(r *http.Request) *Params { return &Params{q: r.URL.Query()} }
 func (p *Params) Values() url.Values { return p.q }
 
 // Fail records a problem.
-func (p *Params) Fail(format string, args ...any) { p.errs = append(p.errs, fmt.Sprintf(format, args...)) }
+func (p *Params) Fail(format string, args ...any) {
+	p.errs = append(p.errs, fmt.Sprintf(format, args...))
+}
 
 // Err returns a 400 with every recorded problem, or nil.
 func (p *Params) Err() error {

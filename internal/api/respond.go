@@ -77,7 +77,7 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(b)    //nolint:errcheck // the client went away
+	w.Write(b)  //nolint:errcheck // the client went away
 	w.Write(nl) //nolint:errcheck
 }
 
