@@ -1,17 +1,63 @@
+// Command permafrost indexes an Avalanche network and serves the data API,
+// the metrics API and the platform-chain JSON-RPC from its own index.
+//
+//	permafrost serve     index continuously and serve every API
+//	permafrost index     index (with --until-tip: stop at the tip seen at start)
+//	permafrost replay    serve a recording as an avalanchego-compatible node
+//	permafrost demo      replay the bundled recording, index it, serve every API
+//	permafrost status    per-chain indexed height, node tip, lag, blocks/s
+//	permafrost migrate   apply database migrations
+//	permafrost reindex   rebuild derived tables from stored raw blocks
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
-	_ "github.com/ava-labs/avalanchego/genesis"
-	_ "github.com/ava-labs/avalanchego/network/p2p/acp118"
-	avmblock "github.com/ava-labs/avalanchego/vms/avm/block"
-	_ "github.com/ava-labs/avalanchego/vms/platformvm"
-	pblock "github.com/ava-labs/avalanchego/vms/platformvm/block"
-	_ "github.com/ava-labs/libevm/accounts/abi"
-	_ "github.com/ava-labs/libevm/core/types"
-	_ "github.com/jackc/pgx/v5"
-	_ "github.com/mattn/go-sqlite3"
+	"github.com/permafrost-dev/permafrost/internal/app"
 )
 
-func main() { fmt.Println(pblock.Codec != nil, avmblock.Parse) }
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, args := os.Args[1], os.Args[2:]
+	err := app.Run(ctx, cmd, args, os.Stdout, os.Stderr)
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case errors.Is(err, app.ErrUsage):
+		fmt.Fprintln(os.Stderr, err)
+		usage()
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "permafrost:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: permafrost <command> [flags]
+
+commands:
+  serve     index continuously and serve every API on --listen
+  index     index the configured chains (--until-tip: stop at the tip seen at start)
+  replay    serve a recording as an avalanchego-compatible node (--fixture DIR --listen ADDR)
+  demo      replay the bundled recording, index it into a temporary SQLite database, serve every API
+  status    per-chain indexed height, node tip, lag, blocks/s (--json)
+  migrate   apply database migrations
+  reindex   rebuild the derived tables from stored raw blocks (no refetch)
+  keys      manage API keys (create|list|revoke)
+
+Run 'permafrost <command> -h' for the flags of a command.
+`)
+}
