@@ -1,0 +1,98 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+)
+
+// Reindex rebuilds every derived table from the stored raw blocks, without
+// fetching anything: it clears the tables the chains' indexers write, then
+// replays each chain's raw blocks in height order, one transaction per batch.
+// Interrupted, it leaves the derived tables partial; run it again to finish
+// (ingestion must not run meanwhile).
+func Reindex(ctx context.Context, db storeDB, chains []Chain, batch int, log *slog.Logger) error {
+	if batch <= 0 {
+		batch = 256
+	}
+	tables := map[string]bool{}
+	for _, c := range chains {
+		for _, t := range c.Indexer.DerivedTables() {
+			tables[t] = true
+		}
+	}
+	names := make([]string, 0, len(tables))
+	for t := range tables {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range names {
+		if _, err := tx.Exec(ctx, "DELETE FROM "+t); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("reindex: clear %s: %w", t, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	log.Info("reindex: cleared derived tables", "tables", names)
+	for _, c := range chains {
+		next := int64(0)
+		total := 0
+		for {
+			blocks, err := readRaw(ctx, db, c.Key, next, batch)
+			if err != nil {
+				return err
+			}
+			if len(blocks) == 0 {
+				break
+			}
+			tx, err := db.Begin(ctx)
+			if err != nil {
+				return err
+			}
+			for _, b := range blocks {
+				if int64(b.Height) != next {
+					tx.Rollback()
+					return fmt.Errorf("reindex %s: raw block %d missing", c.Key, next)
+				}
+				if err := c.Indexer.Apply(ctx, tx, b); err != nil {
+					tx.Rollback()
+					return fmt.Errorf("reindex %s: block %d: %w", c.Key, b.Height, err)
+				}
+				next++
+			}
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			total += len(blocks)
+		}
+		log.Info("reindex: chain done", "chain", c.Key, "blocks", total)
+	}
+	return nil
+}
+
+func readRaw(ctx context.Context, db storeDB, chain string, from int64, limit int) ([]RawBlock, error) {
+	rows, err := db.QueryContext(ctx, `SELECT height, hash, block_time, body FROM raw_blocks
+		WHERE chain_key = $1 AND height >= $2 ORDER BY height LIMIT $3`, chain, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reindex: read raw blocks of %s: %w", chain, err)
+	}
+	defer rows.Close()
+	var out []RawBlock
+	for rows.Next() {
+		var b RawBlock
+		var h int64
+		if err := rows.Scan(&h, &b.Hash, &b.Timestamp, &b.Bytes); err != nil {
+			return nil, fmt.Errorf("reindex: read raw blocks of %s: %w", chain, err)
+		}
+		b.Height = uint64(h)
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
