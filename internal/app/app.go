@@ -32,7 +32,9 @@ func Run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 		run = func(ctx context.Context) error { return index(ctx, cfg, *untilTip, newLogger(cfg, stderr)) }
 	case "replay":
 		fixture := fs.String("fixture", "testdata/devnet-a", "recording directory")
-		run = func(ctx context.Context) error { return replayCmd(ctx, *fixture, cfg.Listen, stdout, newLogger(cfg, stderr)) }
+		run = func(ctx context.Context) error {
+			return replayCmd(ctx, *fixture, cfg.Listen, stdout, newLogger(cfg, stderr))
+		}
 	case "demo":
 		fixture := fs.String("fixture", "testdata/devnet-a", "recording directory")
 		run = func(ctx context.Context) error { return demo(ctx, cfg, *fixture, stdout, newLogger(cfg, stderr)) }
