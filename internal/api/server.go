@@ -28,6 +28,10 @@ func RequestID(r *http.Request) string {
 type Mux struct {
 	mux *http.ServeMux
 	log *slog.Logger
+	// Set before serving by Use and Guard.Install (guard.go).
+	mws   []func(http.Handler) http.Handler
+	h     http.Handler // mws around mux
+	guard *Guard
 }
 
 // NewMux returns an empty router.
@@ -64,7 +68,11 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	start := time.Now()
-	m.mux.ServeHTTP(w, r)
+	var h http.Handler = m.mux
+	if m.h != nil {
+		h = m.h
+	}
+	h.ServeHTTP(w, r)
 	m.log.Debug("request", "request_id", id, "method", r.Method, "path", r.URL.Path, "took", time.Since(start))
 }
 

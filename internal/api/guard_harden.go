@@ -1,0 +1,103 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+)
+
+// Harden enforces the request limits of cfg before routing: URL length,
+// number and size of header lines (400 ErrorBody each), the body size, and
+// a deadline on the handler's context. The server's own MaxHeaderBytes
+// (NewHTTPServerLimits) refuses oversized header blocks before any handler
+// runs, with net/http's plain 431.
+func Harden(cfg LimitsConfig) func(http.Handler) http.Handler {
+	cfg = cfg.WithDefaults()
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if n := len(r.RequestURI); n > cfg.MaxURLBytes {
+				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the URL is %d bytes long; at most %d are accepted", n, cfg.MaxURLBytes)))
+				return
+			}
+			lines := 0
+			for name, vs := range r.Header {
+				lines += len(vs)
+				for _, v := range vs {
+					if len(v) > cfg.MaxHeaderValueBytes {
+						WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("header %s is %d bytes long; at most %d are accepted", truncate(name), len(v), cfg.MaxHeaderValueBytes)))
+						return
+					}
+				}
+			}
+			if lines > cfg.MaxHeaderCount {
+				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the request has %d header lines; at most %d are accepted", lines, cfg.MaxHeaderCount)))
+				return
+			}
+			if r.ContentLength > cfg.MaxBodyBytes {
+				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the request body is %d bytes long; at most %d are accepted", r.ContentLength, cfg.MaxBodyBytes)))
+				return
+			}
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxBodyBytes)
+			}
+			if cfg.HandlerTimeout > 0 {
+				ctx, cancel := context.WithTimeout(r.Context(), cfg.HandlerTimeout)
+				defer cancel()
+				r = r.WithContext(ctx)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// NewHTTPServerLimits is NewHTTPServer with the body, header and timeout
+// limits of cfg (defaults filled in; DefaultLimits equals NewHTTPServer's).
+func NewHTTPServerLimits(addr string, h http.Handler, cfg LimitsConfig) *http.Server {
+	cfg = cfg.WithDefaults()
+	return &http.Server{
+		Addr:              addr,
+		Handler:           http.MaxBytesHandler(h, cfg.MaxBodyBytes),
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+	}
+}
+
+// Serve serves srv on l (or srv.Addr when l is nil) until ctx ends, then
+// shuts down gracefully: the health check turns to 503 shutting_down, the
+// listener closes, and in-flight requests get up to ShutdownGrace to finish
+// before their connections are closed. Returns nil after a clean drain.
+func (g *Guard) Serve(ctx context.Context, srv *http.Server, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() {
+		var err error
+		if l != nil {
+			err = srv.Serve(l)
+		} else {
+			err = srv.ListenAndServe()
+		}
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve %s: %w", srv.Addr, err)
+	case <-ctx.Done():
+	}
+	g.health.SetShuttingDown()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.cfg.ShutdownGrace)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if err != nil {
+		srv.Close() //nolint:errcheck // forced after the grace period
+		return fmt.Errorf("shutdown %s: %w", srv.Addr, err)
+	}
+	g.log.Info("server drained", "addr", srv.Addr)
+	return nil
+}

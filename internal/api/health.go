@@ -1,0 +1,217 @@
+package api
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Health answers whether the store and each chain's ingestion are fit to
+// serve: the chain routes' 503s and the health and live checks.
+type Health struct {
+	db           *store.DB
+	lagThreshold int64
+	staleAfter   time.Duration
+	now          func() time.Time
+	shuttingDown atomic.Bool
+}
+
+// NewHealth reads thresholds from cfg (defaults filled in).
+func NewHealth(db *store.DB, cfg LimitsConfig, now func() time.Time) *Health {
+	cfg = cfg.WithDefaults()
+	if now == nil {
+		now = time.Now
+	}
+	return &Health{db: db, lagThreshold: cfg.LagThreshold, staleAfter: cfg.StaleAfter, now: now}
+}
+
+// SetShuttingDown makes the health check answer 503 "shutting_down" so load
+// balancers stop sending requests while in-flight ones drain.
+func (h *Health) SetShuttingDown() { h.shuttingDown.Store(true) }
+
+// storeTimeout bounds a health probe of the store.
+const storeTimeout = 2 * time.Second
+
+// StoreUp pings the store.
+func (h *Health) StoreUp(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	return h.db.Ping(ctx) == nil
+}
+
+// ChainHealth is one chain's ingestion state.
+type ChainHealth struct {
+	Status        string `json:"status"` // up or down
+	IndexedHeight int64  `json:"indexedHeight"`
+	NodeHeight    int64  `json:"nodeHeight"`
+	Lag           int64  `json:"lag"` // blocks the index is behind the node's tip
+	UpdatedAt     int64  `json:"updatedAt,omitempty"`
+	Message       string `json:"message,omitempty"`
+}
+
+type checkpoint struct {
+	ok                      bool // a checkpoint row exists
+	height, node, updatedAt int64
+}
+
+// judge applies the thresholds; "" means healthy.
+func (h *Health) judge(chain string, c checkpoint) (ChainHealth, string) {
+	ch := ChainHealth{Status: "up", IndexedHeight: c.height, NodeHeight: c.node, UpdatedAt: c.updatedAt}
+	if !c.ok {
+		ch.IndexedHeight = -1
+	}
+	ch.Lag = max(c.node-c.height, 0)
+	var problem string
+	switch {
+	case !c.ok:
+		problem = fmt.Sprintf("chain %s has not indexed any block yet; try again later", chain)
+	case ch.Lag > h.lagThreshold:
+		problem = fmt.Sprintf("chain %s is being indexed: %d blocks behind its node (at most %d allowed); try again later", chain, ch.Lag, h.lagThreshold)
+	case ch.Lag > 0 && h.now().Sub(time.Unix(c.updatedAt, 0)) > h.staleAfter:
+		problem = fmt.Sprintf("ingestion of chain %s has not advanced for %s while %d blocks behind its node; try again later",
+			chain, h.now().Sub(time.Unix(c.updatedAt, 0)).Truncate(time.Second), ch.Lag)
+	}
+	if problem != "" {
+		ch.Status, ch.Message = "down", problem
+	}
+	return ch, problem
+}
+
+// CheckChain returns nil when chain (a chain key: P, X, C or an EVM chain
+// id, as in ChainRef.Key) can be served, else a 503 saying why: its
+// ingestion lags the node beyond the threshold or is stuck, it has no block
+// yet, or the store does not answer. Data handlers call it first:
+//
+//	if err := g.Health().CheckChain(r.Context(), chain.Key); err != nil {
+//		return nil, err
+//	}
+func (h *Health) CheckChain(ctx context.Context, chain string) error {
+	var c checkpoint
+	err := h.db.QueryRowContext(ctx, `SELECT height, node_height, updated_at FROM checkpoints WHERE chain_key = $1`, chain).
+		Scan(&c.height, &c.node, &c.updatedAt)
+	switch {
+	case err == nil:
+		c.ok = true
+	case errors.Is(err, sql.ErrNoRows):
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return Unavailable("the store is unreachable; try again later")
+	}
+	if _, problem := h.judge(chain, c); problem != "" {
+		return Unavailable(problem)
+	}
+	return nil
+}
+
+// Indicator is one entry of a health report.
+type Indicator map[string]any
+
+// HealthReport is the HealthCheckResultDto of the published API: status ok,
+// error or shutting_down; info holds the indicators that are up, error those
+// that are down, details all of them. Indicators: "database" and one
+// "chain:<key>" per indexed chain.
+type HealthReport struct {
+	Status  string               `json:"status"`
+	Info    map[string]Indicator `json:"info"`
+	Error   map[string]Indicator `json:"error"`
+	Details map[string]Indicator `json:"details"`
+}
+
+// Report probes the store and every registered chain. ok is false when the
+// store is down or (withChains) a chain is down.
+func (h *Health) Report(ctx context.Context, withChains bool) (HealthReport, bool) {
+	rep := HealthReport{Status: "ok", Info: map[string]Indicator{}, Error: map[string]Indicator{}, Details: map[string]Indicator{}}
+	add := func(name string, ind Indicator, failing bool) {
+		rep.Details[name] = ind
+		if ind["status"] == "up" {
+			rep.Info[name] = ind
+		} else {
+			rep.Error[name] = ind
+			if failing {
+				rep.Status = "error"
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	chains, err := h.chains(ctx)
+	if err == nil {
+		add("database", Indicator{"status": "up", "dialect": h.db.Dialect().String()}, true)
+		for _, c := range chains {
+			ch, _ := h.judge(c.key, c.checkpoint)
+			ind := Indicator{"status": ch.Status, "indexedHeight": ch.IndexedHeight, "nodeHeight": ch.NodeHeight, "lag": ch.Lag}
+			if ch.UpdatedAt != 0 {
+				ind["updatedAt"] = ch.UpdatedAt
+			}
+			if ch.Message != "" {
+				ind["message"] = ch.Message
+			}
+			add("chain:"+c.key, ind, withChains)
+		}
+	} else {
+		add("database", Indicator{"status": "down", "dialect": h.db.Dialect().String(), "message": "the store is unreachable"}, true)
+	}
+	return rep, rep.Status == "ok"
+}
+
+type chainRow struct {
+	key string
+	checkpoint
+}
+
+// chains reads every registered chain's checkpoint in one query, which is
+// also the store's read probe.
+func (h *Health) chains(ctx context.Context) ([]chainRow, error) {
+	if err := h.db.Ping(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := h.db.QueryContext(ctx, `SELECT c.chain_key, k.height, COALESCE(k.node_height, 0), COALESCE(k.updated_at, 0)
+		FROM chains c LEFT JOIN checkpoints k ON k.chain_key = c.chain_key ORDER BY c.chain_key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []chainRow
+	for rows.Next() {
+		var c chainRow
+		var height sql.NullInt64
+		if err := rows.Scan(&c.key, &height, &c.node, &c.updatedAt); err != nil {
+			return nil, err
+		}
+		c.ok, c.height = height.Valid, height.Int64
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// HealthCheck is GET /v1/health-check (readiness): 200 when the store
+// answers and every chain is within its lag threshold; otherwise, or while
+// shutting down, 503 with the same report saying what is down.
+func (h *Health) HealthCheck(r *http.Request) (any, error) {
+	rep, ok := h.Report(r.Context(), true)
+	if h.shuttingDown.Load() {
+		rep.Status, ok = "shutting_down", false
+	}
+	if !ok {
+		return statusBody{http.StatusServiceUnavailable, rep}, nil
+	}
+	return rep, nil
+}
+
+// LiveCheck is GET /v1/live-check (liveness, reads only): 200 while the
+// store answers reads, reporting each chain's lag without failing on it;
+// 503 when the store is unreachable.
+func (h *Health) LiveCheck(r *http.Request) (any, error) {
+	rep, ok := h.Report(r.Context(), false)
+	if !ok {
+		return statusBody{http.StatusServiceUnavailable, rep}, nil
+	}
+	return rep, nil
+}

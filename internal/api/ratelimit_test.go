@@ -1,0 +1,239 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/keys"
+	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+)
+
+// limiters returns every limiter that can run on db: the in-process one and
+// the database one (PostgreSQL in production, but its SQL is portable).
+func limiters(db *store.DB, now func() time.Time) map[string]Limiter {
+	return map[string]Limiter{"memory": NewMemoryLimiter(now), "sql": NewSQLLimiter(db, now)}
+}
+
+func TestLimiterWindows(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for name, mk := range map[string]func(func() time.Time) Limiter{
+			"memory": func(now func() time.Time) Limiter { return NewMemoryLimiter(now) },
+			"sql":    func(now func() time.Time) Limiter { return NewSQLLimiter(db, now) },
+		} {
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				clk := newClock(testClockStart())
+				l := mk(clk.now)
+				subj := "key:" + name
+				steps := []struct {
+					cost     int64
+					allowed  bool
+					remain   int64
+					advance  time.Duration
+					resetSec int64
+				}{
+					{30, true, 70, 0, 40},
+					{50, true, 20, 0, 40},
+					{30, false, 20, 0, 40},                     // would exceed: denied, charges nothing
+					{20, true, 0, 0, 40},                       // exactly the budget
+					{1, false, 0, 39500 * time.Millisecond, 1}, // 0.5 s left: reset rounds to 1 s (header ceil)
+					{101, false, 100, time.Second, 60},         // next window, 0.5 s in; can never fit
+					{100, true, 0, 0, 60},
+				}
+				for i, s := range steps {
+					clk.add(s.advance)
+					d, err := l.Take(ctx, subj, s.cost, 100)
+					if err != nil {
+						t.Fatal(err)
+					}
+					reset := int64((d.Reset + time.Second - 1) / time.Second)
+					if d.Allowed != s.allowed || d.Remaining != s.remain || d.Limit != 100 || reset != s.resetSec {
+						t.Errorf("step %d: %+v (reset %d s), want allowed %v remaining %d reset %d", i, d, reset, s.allowed, s.remain, s.resetSec)
+					}
+				}
+				// Subjects are independent.
+				if d, _ := l.Take(ctx, subj+"-other", 100, 100); !d.Allowed {
+					t.Error("another subject was charged")
+				}
+			})
+		}
+		// The SQL limiter removes finished windows.
+		var n int
+		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM rate_windows WHERE window_start < $1`,
+			testClockStart().Truncate(time.Minute).Unix()+60).Scan(&n); err != nil || n != 0 {
+			t.Errorf("old windows left: %d %v", n, err)
+		}
+	})
+}
+
+// hammer sends n requests from each of clients goroutines to the URLs in
+// turn (loopback servers) with key, returning how many got 200 and 429.
+func hammer(t *testing.T, urls []string, key string, clients, n int) (ok, limited int64) {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: clients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var okN, limN, other atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range n {
+				req, _ := http.NewRequest("GET", urls[(c+i)%len(urls)]+"/v1/small", nil)
+				req.Header.Set("X-Data-Api-Key", key)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 && resp.StatusCode != 429 {
+					t.Errorf("%d %s", resp.StatusCode, body)
+				}
+				switch resp.StatusCode {
+				case 200:
+					okN.Add(1)
+				case 429:
+					limN.Add(1)
+				default:
+					other.Add(1)
+				}
+				if rem, err := strconv.Atoi(resp.Header.Get("Ratelimit-Remaining")); err != nil || rem < 0 {
+					t.Errorf("ratelimit-remaining %q", resp.Header.Get("Ratelimit-Remaining"))
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if other.Load() != 0 {
+		t.Errorf("%d answers were neither 200 nor 429", other.Load())
+	}
+	return okN.Load(), limN.Load()
+}
+
+// TestConcurrentClientsOneKey: 50 parallel clients on one key, 4 requests
+// each, against a budget of 15 requests: exactly 15 succeed, with each
+// backend's limiter.
+func TestConcurrentClientsOneKey(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		clk := newClock(testClockStart())
+		for name, l := range limiters(db, clk.now) {
+			t.Run(name, func(t *testing.T) {
+				cfg := testLimits()
+				cfg.Tiers = map[string]int64{"team": 150} // 15 requests of 10 CU
+				cfg.KeyCacheTTL = 0                       // default cache: the first lookups race to the store
+				cfg.HandlerTimeout = 20 * time.Second     // new pool connections are slow on a busy machine
+				f := newGuardFixture(t, db, cfg, WithLimiter(l), WithClock(clk.now))
+				f.routes("")
+				k, err := keys.Create(context.Background(), db, "shared "+name, "team", nil, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := httptest.NewServer(f.m)
+				defer srv.Close()
+				ok, limited := hammer(t, []string{srv.URL}, k, 50, 4)
+				if ok != 15 || limited != 200-15 {
+					t.Errorf("%d allowed, %d limited; want exactly 15 allowed of 200\n%s", ok, limited, f.logs.String())
+				}
+			})
+		}
+	})
+}
+
+// TestTwoReplicasShareBudget: two API replicas (own store handles, key
+// caches, limiters and HTTP servers) on one PostgreSQL database share a
+// key's budget, and see a revocation made through the other.
+func TestTwoReplicasShareBudget(t *testing.T) {
+	dsn := storetest.PostgresDSN(t)
+	clk := newClock(testClockStart())
+	var urls []string
+	var guards []*Guard
+	for i := range 2 {
+		db := storetest.Open(t, dsn) // each replica its own pool, as separate processes would have
+		cfg := testLimits()
+		cfg.Tiers = map[string]int64{"team": 200} // 20 requests of 10 CU
+		cfg.KeyCacheTTL = 5 * time.Second         // on the test clock
+		cfg.HandlerTimeout = 20 * time.Second
+		g := NewGuard(db, cfg, slog.New(slog.DiscardHandler), WithClock(clk.now))
+		if _, ok := g.limiter.(*SQLLimiter); !ok {
+			t.Fatalf("replica %d: PostgreSQL must get the shared SQL limiter, got %T", i, g.limiter)
+		}
+		m := NewMux(slog.New(slog.DiscardHandler))
+		g.Install(m)
+		m.HandleGuarded("GET /v1/small", RouteOpts{Weight: Small}, MessageString, func(*http.Request) (any, error) { return "ok", nil })
+		srv := httptest.NewServer(m)
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+		guards = append(guards, g)
+	}
+	ctx := context.Background()
+	k, err := keys.Create(ctx, guards[0].db, "replicated", "team", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, limited := hammer(t, urls, k, 50, 4)
+	if ok != 20 || limited != 180 {
+		t.Errorf("%d allowed, %d limited across two replicas; want exactly 20 allowed of 200", ok, limited)
+	}
+	// Next window: budget back on both; revoke through replica 0, replica 1 refuses.
+	clk.add(time.Minute)
+	get := func(url string) int {
+		req, _ := http.NewRequest("GET", url+"/v1/small", nil)
+		req.Header.Set("X-Data-Api-Key", k)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if a, b := get(urls[0]), get(urls[1]); a != 200 || b != 200 {
+		t.Fatalf("new window: %d %d", a, b)
+	}
+	if err := keys.Revoke(ctx, guards[0].db, keys.IDOf(k)); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(urls[1]); got != 200 {
+		t.Errorf("within the key cache TTL replica 1 answered %d", got)
+	}
+	clk.add(6 * time.Second)
+	if got := get(urls[1]); got != 401 {
+		t.Errorf("revoked on replica 0, replica 1 answered %d after the cache TTL", got)
+	}
+}
+
+func TestMemoryLimiterOverflow(t *testing.T) {
+	clk := newClock(testClockStart())
+	l := NewMemoryLimiter(clk.now)
+	for i := range maxSubjects {
+		l.used[fmt.Sprint(i)] = 1
+	}
+	l.current, _ = window(clk.now())
+	// New subjects past the cap share one counter.
+	if d, _ := l.Take(context.Background(), "a", 5, 6); !d.Allowed {
+		t.Fatal("first overflow subject denied")
+	}
+	if d, _ := l.Take(context.Background(), "b", 5, 6); d.Allowed || d.Remaining != 1 {
+		t.Errorf("second overflow subject: %+v", d)
+	}
+	// A new window forgets everything.
+	clk.add(time.Minute)
+	if d, _ := l.Take(context.Background(), "b", 5, 6); !d.Allowed || len(l.used) != 1 {
+		t.Errorf("after the window: %+v, %d subjects", d, len(l.used))
+	}
+}

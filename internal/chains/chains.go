@@ -1,0 +1,230 @@
+// Package chains decides what a deployment follows: given a node URL (and
+// further EVM RPC URLs) it asks the node for the network, loads its genesis,
+// and builds one ingest.Chain per chain with its source and indexer.
+package chains
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/constants"
+	"github.com/ava-labs/libevm/common"
+
+	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
+	"github.com/permafrost-dev/permafrost/internal/decode/evm"
+	"github.com/permafrost-dev/permafrost/internal/decode/pchain"
+	"github.com/permafrost-dev/permafrost/internal/decode/xchain"
+	"github.com/permafrost-dev/permafrost/internal/genesis"
+	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/source"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Options say where the chains are and how to fetch them.
+type Options struct {
+	NodeURL     string   // avalanchego base URL
+	GenesisPath string   // genesis file for networks other than mainnet/fuji
+	EVMRPCs     []string // further EVM chains
+	BatchSize   int      // blocks per write transaction
+	Workers     int      // P/X blocks fetched in parallel
+	Log         *slog.Logger
+}
+
+// Set is the network and the chains built for it.
+type Set struct {
+	NetworkID uint32
+	Genesis   *genesis.Genesis
+	Chains    []ingest.Chain
+	Node      *source.Avalanche
+}
+
+// Build asks the node for the network and builds every chain to follow.
+func Build(ctx context.Context, o Options) (*Set, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	node, err := source.NewAvalanche(o.NodeURL, source.Retry{})
+	if err != nil {
+		return nil, err
+	}
+	networkID, err := node.NetworkID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("chains: network id from %s: %w", o.NodeURL, err)
+	}
+	g, err := genesis.Load(networkID, o.GenesisPath)
+	if err != nil {
+		return nil, err
+	}
+	xTx, _, err := g.Chain(constants.AVMID)
+	if err != nil {
+		return nil, err
+	}
+	cTx, _, err := g.Chain(constants.EVMID)
+	if err != nil {
+		return nil, err
+	}
+	// The node must serve the network the genesis describes.
+	if xID, err := node.BlockchainID(ctx, "X"); err != nil {
+		return nil, fmt.Errorf("chains: X-chain id from node: %w", err)
+	} else if xID != xTx.ID() {
+		return nil, fmt.Errorf("chains: node's X-chain is %s, genesis says %s", xID, xTx.ID())
+	}
+	set := &Set{NetworkID: networkID, Genesis: g, Node: node}
+	workers := max(o.Workers, 8)
+
+	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, source.EVMOptions{})
+	if err != nil {
+		return nil, err
+	}
+	cChainID, err := cEVM.ChainID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("chains: C-chain id: %w", err)
+	}
+	evmChains := []evmChain{{key: "C", name: "C-Chain", blockchainID: cTx.ID(), chainID: cChainID, src: cEVM}}
+	var extraKeys []pchain.ChainKey
+	for _, u := range o.EVMRPCs {
+		src, err := source.NewEVM(ctx, u, source.EVMOptions{})
+		if err != nil {
+			return nil, err
+		}
+		id, err := src.ChainID(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("chains: chain id of %s: %w", u, err)
+		}
+		key := strconv.FormatUint(id, 10)
+		bc := blockchainIDFromURL(u)
+		evmChains = append(evmChains, evmChain{key: key, name: "EVM " + key, blockchainID: bc, chainID: id, src: src})
+		if bc != ids.Empty {
+			extraKeys = append(extraKeys, pchain.ChainKey{Key: key, BlockchainID: bc})
+		}
+	}
+
+	pIx, err := pchain.NewIndexer(g, extraKeys...)
+	if err != nil {
+		return nil, err
+	}
+	xIx, err := xchain.NewIndexer(g, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	set.Chains = append(set.Chains,
+		ingest.Chain{Key: "P", Kind: "P", BlockchainID: constants.PlatformChainID.String(), NetworkID: networkID, Name: "P-Chain",
+			Source: &ingest.PSource{Node: node, Workers: workers}, Indexer: pIx, BatchSize: o.BatchSize},
+		ingest.Chain{Key: "X", Kind: "X", BlockchainID: xTx.ID().String(), NetworkID: networkID, Name: "X-Chain",
+			Source: &ingest.XSource{Node: node, Workers: workers}, Indexer: xIx, BatchSize: o.BatchSize},
+	)
+	atomic, err := catomic.New(g, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range evmChains {
+		cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: o.Log}
+		if c.key == "C" {
+			alloc, err := cAlloc(g)
+			if err != nil {
+				return nil, err
+			}
+			cfg.GenesisAlloc = alloc
+			cfg.Atomic = atomicAdapter{atomic}
+		}
+		ix, err := evm.NewIndexer(cfg)
+		if err != nil {
+			return nil, err
+		}
+		bc := c.blockchainID.String()
+		if c.blockchainID == ids.Empty {
+			bc = "evm-" + c.key // not an Avalanche chain URL: no blockchain id to show
+		}
+		set.Chains = append(set.Chains, ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
+			NetworkID: networkID, Name: c.name, Source: &EVMSource{EVM: c.src}, Indexer: ix, BatchSize: o.BatchSize})
+	}
+	return set, nil
+}
+
+type evmChain struct {
+	key, name    string
+	blockchainID ids.ID
+	chainID      uint64
+	src          *source.EVM
+}
+
+// blockchainIDFromURL reads the blockchain id from an avalanchego URL of the
+// form .../ext/bc/<id>/rpc, or returns ids.Empty.
+func blockchainIDFromURL(raw string) ids.ID {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ids.Empty
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	for i := 0; i+2 < len(parts); i++ {
+		if parts[i] == "ext" && parts[i+1] == "bc" {
+			if id, err := ids.FromString(parts[i+2]); err == nil {
+				return id
+			}
+		}
+	}
+	return ids.Empty
+}
+
+func cAlloc(g *genesis.Genesis) (map[common.Address]*big.Int, error) {
+	c, err := g.CChain()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[common.Address]*big.Int, len(c.Alloc))
+	for addr, a := range c.Alloc {
+		v, ok := parseBig(a.Balance)
+		if !ok {
+			return nil, fmt.Errorf("chains: C genesis balance of %s: %q", addr, a.Balance)
+		}
+		out[common.HexToAddress(addr)] = v
+	}
+	return out, nil
+}
+
+func parseBig(s string) (*big.Int, bool) {
+	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
+		return new(big.Int).SetString(s[2:], 16)
+	}
+	return new(big.Int).SetString(s, 10)
+}
+
+// atomicAdapter lets the EVM indexer index the C-chain's atomic txs.
+type atomicAdapter struct{ a *catomic.Applier }
+
+func (ad atomicAdapter) ApplyAtomic(ctx context.Context, tx *store.Tx, height uint64, t int64, hash string, extra []byte) ([]evm.BalanceDelta, error) {
+	changes, err := ad.a.ApplyBlock(ctx, tx, catomic.Block{Height: height, Hash: hash, Time: t}, extra)
+	if err != nil {
+		return nil, err
+	}
+	var out []evm.BalanceDelta
+	for _, c := range changes {
+		if c.Wei != nil {
+			out = append(out, evm.BalanceDelta{Address: c.Address, Delta: c.Wei})
+		}
+	}
+	return out, nil
+}
+
+// EVMSource adapts the EVM client to the pipeline.
+type EVMSource struct{ EVM *source.EVM }
+
+func (s *EVMSource) Tip(ctx context.Context) (uint64, error) { return s.EVM.BlockNumber(ctx) }
+
+func (s *EVMSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
+	blocks, err := s.EVM.Blocks(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ingest.RawBlock, len(blocks))
+	for i := range blocks {
+		out[i] = ingest.RawBlock{Height: blocks[i].Height, Hash: blocks[i].Hash, Bytes: blocks[i].Bytes(), Timestamp: blocks[i].Timestamp}
+	}
+	return out, nil
+}

@@ -1,0 +1,203 @@
+// Package evm indexes EVM chains (the C-chain and EVM L1s): blocks, transactions,
+// logs, ERC-20/721/1155 transfers, contracts and tokens, and token and native
+// balances with per-block history, from eth_getBlockByNumber(n, true) +
+// eth_getBlockReceipts(n) JSON.
+//
+// Native balances are computed from the index alone: the genesis alloc, each
+// tx's value (successful txs only) and fee (gasUsed × effectiveGasPrice, paid
+// even when reverted), the tip (effectiveGasPrice − baseFee per gas) credited
+// to the block's coinbase (the base fee is burned), the value of a top-level
+// contract creation, and the atomic import/export effects reported by an
+// AtomicApplier. Value moved inside contract execution (calls with value,
+// selfdestruct) needs traces, which the node's block and receipts do not
+// carry: balances of addresses involved in such internal transfers differ
+// from eth_getBalance.
+package evm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"strings"
+	"sync"
+
+	"github.com/ava-labs/libevm/common"
+
+	"github.com/permafrost-dev/permafrost/internal/genesis"
+	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// BalanceDelta is a signed change of an address's native balance, in wei.
+type BalanceDelta struct {
+	Address common.Address
+	Delta   *big.Int
+}
+
+// AtomicApplier indexes a C-chain block's atomic txs (blockExtraData) and
+// reports their effect on EVM native balances: imports credit, exports debit.
+// It is called inside the block's store transaction, only for blocks with a
+// non-empty blockExtraData.
+type AtomicApplier interface {
+	ApplyAtomic(ctx context.Context, tx *store.Tx, blockHeight uint64, blockTime int64, blockHash string, extraData []byte) ([]BalanceDelta, error)
+}
+
+// Config configures the indexer of one EVM chain.
+type Config struct {
+	// ChainKey names the chain in every table: "C", or an L1's EVM chain id.
+	ChainKey string
+	// ChainID is the EVM chain id; a tx signed for another chain id is an
+	// error (the source serves another chain). nil skips the check.
+	ChainID *big.Int
+	// GenesisAlloc holds the native balances at block 0 (wei).
+	GenesisAlloc map[common.Address]*big.Int
+	// Atomic, when set, indexes the C-chain's atomic txs.
+	Atomic AtomicApplier
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// CChainConfig builds the C-chain configuration from the network genesis.
+func CChainConfig(g *genesis.Genesis) (Config, error) {
+	c, err := g.CChain()
+	if err != nil {
+		return Config{}, err
+	}
+	id, ok := new(big.Int).SetString(c.Config.ChainID.String(), 10)
+	if !ok {
+		return Config{}, fmt.Errorf("evm: C-chain genesis chainId %q is not a number", c.Config.ChainID)
+	}
+	alloc, err := AllocFromGenesis(c.Alloc)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{ChainKey: "C", ChainID: id, GenesisAlloc: alloc}, nil
+}
+
+// AllocFromGenesis converts a genesis alloc (address without or with 0x ->
+// balance as 0x-hex or decimal string) to balances.
+func AllocFromGenesis(a genesis.CChainAlloc) (map[common.Address]*big.Int, error) {
+	out := make(map[common.Address]*big.Int, len(a))
+	for k, v := range a {
+		addrHex := k
+		if !strings.HasPrefix(addrHex, "0x") && !strings.HasPrefix(addrHex, "0X") {
+			addrHex = "0x" + addrHex
+		}
+		addr, err := parseAddress("genesis alloc address", []byte(addrHex))
+		if err != nil {
+			return nil, fmt.Errorf("evm: %w", err)
+		}
+		bal := new(big.Int)
+		s := strings.TrimSpace(v.Balance)
+		switch {
+		case s == "":
+		case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+			if err := quantityBig("genesis alloc balance", []byte(s), bal); err != nil {
+				return nil, fmt.Errorf("evm: %s: %w", k, err)
+			}
+		default:
+			if _, ok := bal.SetString(s, 10); !ok || bal.Sign() < 0 || bal.BitLen() > 256 {
+				return nil, fmt.Errorf("evm: genesis alloc %s: balance %q is not a uint256", k, s)
+			}
+		}
+		out[addr] = bal
+	}
+	return out, nil
+}
+
+// Indexer implements ingest.Indexer for one EVM chain. Apply calls are
+// serialised; the indexer reuses its parse and row buffers across blocks.
+type Indexer struct {
+	cfg Config
+	log *slog.Logger
+
+	mu  sync.Mutex
+	blk block
+	w   *writer
+}
+
+var _ ingest.Indexer = (*Indexer)(nil)
+
+// NewIndexer returns the indexer for cfg.
+func NewIndexer(cfg Config) (*Indexer, error) {
+	if cfg.ChainKey == "" {
+		return nil, fmt.Errorf("evm: config: empty chain key")
+	}
+	if cfg.ChainID != nil && cfg.ChainID.Sign() <= 0 {
+		return nil, fmt.Errorf("evm: config: chain id %s is not positive", cfg.ChainID)
+	}
+	for a, v := range cfg.GenesisAlloc {
+		if v == nil || v.Sign() < 0 {
+			return nil, fmt.Errorf("evm: config: genesis alloc %s: negative or missing balance", a.Hex())
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Indexer{cfg: cfg, log: log.With("chain", cfg.ChainKey), w: newWriter()}, nil
+}
+
+// DerivedTables lists the tables Apply writes (its rows are all of chain_key;
+// reindex deletes them by chain_key).
+func (ix *Indexer) DerivedTables() []string {
+	return []string{
+		"evm_blocks", "evm_txs", "evm_address_txs", "evm_logs", "evm_transfers", "evm_contracts",
+		"evm_nft_tokens", "evm_nft_owner_history", "evm_token_balances", "evm_token_balance_history",
+		"evm_native_balances", "evm_native_balance_history",
+	}
+}
+
+// Apply indexes one block.
+func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	b := &ix.blk
+	if err := b.parse(rb.Bytes); err != nil {
+		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+	}
+	if b.number != rb.Height {
+		return fmt.Errorf("evm %s: block %d: body is block %d", ix.cfg.ChainKey, rb.Height, b.number)
+	}
+	hash := hexString(b.hash[:])
+	if rb.Hash != "" && !strings.EqualFold(rb.Hash, hash) {
+		return fmt.Errorf("evm %s: block %d: body hash %s, want %s", ix.cfg.ChainKey, rb.Height, hash, rb.Hash)
+	}
+	if ix.cfg.ChainID != nil {
+		for i := range b.txs {
+			if t := &b.txs[i]; t.hasChain && t.chainID.Cmp(ix.cfg.ChainID) != 0 {
+				return fmt.Errorf("evm %s: block %d tx %s: chain id %s, want %s", ix.cfg.ChainKey, rb.Height, t.hash.Hex(), &t.chainID, ix.cfg.ChainID)
+			}
+		}
+	}
+	w := ix.w
+	w.begin(ix.cfg.ChainKey, b, hash)
+	if b.number == 0 {
+		for a, v := range ix.cfg.GenesisAlloc {
+			w.native(a).Add(w.native(a), v)
+		}
+	}
+	if err := w.collect(); err != nil {
+		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+	}
+	if ix.cfg.Atomic != nil && len(b.blockExtraData) > 0 {
+		// A copy: the parse buffer is reused by the next block.
+		extra := append([]byte(nil), b.blockExtraData...)
+		deltas, err := ix.cfg.Atomic.ApplyAtomic(ctx, tx, b.number, int64(b.timestamp), hash, extra)
+		if err != nil {
+			return fmt.Errorf("evm %s: block %d: atomic txs: %w", ix.cfg.ChainKey, rb.Height, err)
+		}
+		for _, d := range deltas {
+			if d.Delta == nil {
+				continue
+			}
+			n := w.native(d.Address)
+			n.Add(n, d.Delta)
+		}
+	}
+	if err := w.write(ctx, tx); err != nil {
+		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+	}
+	return nil
+}

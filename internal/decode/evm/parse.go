@@ -1,0 +1,440 @@
+package evm
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/ava-labs/libevm/common"
+)
+
+// block is one parsed {"block":..., "receipts":[...]} document. The indexer
+// keeps one and reuses its slices from block to block.
+type block struct {
+	number      uint64
+	hash        common.Hash
+	parentHash  common.Hash
+	stateRoot   common.Hash
+	timestamp   uint64
+	timestampMs uint64
+	gasUsed     uint64
+	gasLimit    uint64
+	baseFee     big.Int
+	hasBaseFee  bool
+	miner       common.Address
+	size        uint64
+	extraData   []byte // raw 0x-hex text (validated)
+	// coreth / subnet-evm header fields
+	extDataHash       common.Hash
+	hasExtDataHash    bool
+	extDataGasUsed    big.Int
+	hasExtDataGasUsed bool
+	blockGasCost      big.Int
+	hasBlockGasCost   bool
+	minDelayExcess    big.Int
+	hasMinDelayExcess bool
+	blockExtraData    []byte // decoded bytes
+
+	txs      []txn
+	receipts int // receipts seen
+	seen     struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
+}
+
+type txn struct {
+	hash     common.Hash
+	index    uint64
+	from     common.Address
+	to       common.Address
+	hasTo    bool
+	value    big.Int
+	gas      uint64
+	gasPrice big.Int
+	hasPrice bool
+	maxFee   big.Int
+	hasMax   bool
+	maxPrio  big.Int
+	hasPrio  bool
+	nonce    uint64
+	typ      uint64
+	chainID  big.Int
+	hasChain bool
+	inputLen int
+	method   [4]byte
+	seen     struct{ hash, index, from, value, gas, nonce bool }
+
+	// from the receipt
+	status      uint64
+	gasUsed     uint64
+	effPrice    big.Int
+	hasEff      bool
+	contract    common.Address
+	hasContract bool
+	logs        []logEntry
+	rseen       struct{ hash, index, status, gasUsed bool }
+	rhash       common.Hash
+	rindex      uint64
+}
+
+type logEntry struct {
+	address common.Address
+	topics  [4]common.Hash
+	ntopics int
+	data    []byte
+	index   uint64
+	seen    struct{ address, topics, data, index bool }
+}
+
+// parse decodes raw into b, reusing b's memory.
+func (b *block) parse(raw []byte) error {
+	b.reset()
+	s := &scanner{buf: raw}
+	err := s.object(func(key []byte) error {
+		switch string(key) {
+		case "block":
+			if s.null() {
+				return fmt.Errorf("block is null")
+			}
+			return b.parseHeader(s)
+		case "receipts":
+			if s.null() {
+				return fmt.Errorf("receipts are null")
+			}
+			b.seen.receipts = true
+			return s.array(func(i int) error {
+				if i >= len(b.txs) {
+					return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
+				}
+				b.receipts++
+				return b.txs[i].parseReceipt(s)
+			})
+		}
+		return s.skip()
+	})
+	if err != nil {
+		return err
+	}
+	if s.ws(); s.pos != len(s.buf) {
+		return s.errorf("trailing data")
+	}
+	return b.check()
+}
+
+func (b *block) reset() {
+	txs := b.txs[:0]
+	extra := b.blockExtraData[:0]
+	*b = block{txs: txs, blockExtraData: extra}
+}
+
+func (b *block) check() error {
+	switch {
+	case !b.seen.number, !b.seen.hash, !b.seen.parentHash, !b.seen.timestamp:
+		return fmt.Errorf("block: missing number, hash, parentHash or timestamp")
+	case !b.seen.gasUsed, !b.seen.gasLimit, !b.seen.miner, !b.seen.txs:
+		return fmt.Errorf("block %d: missing gasUsed, gasLimit, miner or transactions", b.number)
+	case !b.seen.receipts:
+		return fmt.Errorf("block %d: missing receipts", b.number)
+	case b.receipts != len(b.txs):
+		return fmt.Errorf("block %d: %d receipts for %d transactions", b.number, b.receipts, len(b.txs))
+	}
+	for i := range b.txs {
+		t := &b.txs[i]
+		if !t.seen.hash || !t.seen.index || !t.seen.from || !t.seen.value || !t.seen.gas || !t.seen.nonce {
+			return fmt.Errorf("block %d tx %d: missing hash, transactionIndex, from, value, gas or nonce", b.number, i)
+		}
+		if t.index != uint64(i) {
+			return fmt.Errorf("block %d tx %d: transactionIndex %d", b.number, i, t.index)
+		}
+		if !t.rseen.hash || !t.rseen.index || !t.rseen.status || !t.rseen.gasUsed {
+			return fmt.Errorf("block %d receipt %d: missing transactionHash, transactionIndex, status or gasUsed", b.number, i)
+		}
+		if t.rhash != t.hash || t.rindex != t.index {
+			return fmt.Errorf("block %d receipt %d: is for tx %s index %d, want %s", b.number, i, t.rhash.Hex(), t.rindex, t.hash.Hex())
+		}
+		if t.status > 1 {
+			return fmt.Errorf("block %d tx %d: status %d", b.number, i, t.status)
+		}
+		if !t.hasEff {
+			// Nodes before London omit effectiveGasPrice: derive it as geth does.
+			if err := t.deriveEffectivePrice(b); err != nil {
+				return fmt.Errorf("block %d tx %d: %w", b.number, i, err)
+			}
+		}
+		for j := range t.logs {
+			l := &t.logs[j]
+			if !l.seen.address || !l.seen.topics || !l.seen.data || !l.seen.index {
+				return fmt.Errorf("block %d tx %d log %d: missing address, topics, data or logIndex", b.number, i, j)
+			}
+		}
+	}
+	return nil
+}
+
+func (t *txn) deriveEffectivePrice(b *block) error {
+	switch {
+	case t.hasMax && t.hasPrio && b.hasBaseFee:
+		t.effPrice.Add(&b.baseFee, &t.maxPrio)
+		if t.effPrice.Cmp(&t.maxFee) > 0 {
+			t.effPrice.Set(&t.maxFee)
+		}
+	case t.hasPrice:
+		t.effPrice.Set(&t.gasPrice)
+	default:
+		return fmt.Errorf("no effectiveGasPrice and no gasPrice")
+	}
+	t.hasEff = true
+	return nil
+}
+
+func (b *block) parseHeader(s *scanner) error {
+	return s.object(func(key []byte) error {
+		switch string(key) {
+		case "transactions":
+			b.seen.txs = true
+			return s.array(func(i int) error {
+				if c, err := s.peek(); err != nil {
+					return err
+				} else if c != '{' {
+					return fmt.Errorf("transaction %d is not an object: fetch blocks with full transactions", i)
+				}
+				if i < cap(b.txs) {
+					b.txs = b.txs[:i+1]
+					logs := b.txs[i].logs[:0]
+					b.txs[i] = txn{logs: logs}
+				} else {
+					b.txs = append(b.txs, txn{})
+				}
+				return b.txs[i].parseTx(s)
+			})
+		case "number", "hash", "parentHash", "stateRoot", "timestamp", "timestampMilliseconds",
+			"gasUsed", "gasLimit", "baseFeePerGas", "miner", "size", "extraData", "extDataHash",
+			"extDataGasUsed", "blockGasCost", "minDelayExcess", "blockExtraData":
+		default:
+			return s.skip()
+		}
+		if s.null() {
+			return nil
+		}
+		v, err := s.str()
+		if err != nil {
+			return fmt.Errorf("block field %s: %w", key, err)
+		}
+		switch string(key) {
+		case "number":
+			b.seen.number = true
+			b.number, err = quantityU64("block number", v)
+		case "hash":
+			b.seen.hash = true
+			b.hash, err = parseHash("block hash", v)
+		case "parentHash":
+			b.seen.parentHash = true
+			b.parentHash, err = parseHash("parentHash", v)
+		case "stateRoot":
+			b.stateRoot, err = parseHash("stateRoot", v)
+		case "timestamp":
+			b.seen.timestamp = true
+			b.timestamp, err = quantityU64("timestamp", v)
+		case "timestampMilliseconds":
+			b.timestampMs, err = quantityU64("timestampMilliseconds", v)
+		case "gasUsed":
+			b.seen.gasUsed = true
+			b.gasUsed, err = quantityU64("gasUsed", v)
+		case "gasLimit":
+			b.seen.gasLimit = true
+			b.gasLimit, err = quantityU64("gasLimit", v)
+		case "baseFeePerGas":
+			b.hasBaseFee = true
+			err = quantityBig("baseFeePerGas", v, &b.baseFee)
+		case "miner":
+			b.seen.miner = true
+			b.miner, err = parseAddress("miner", v)
+		case "size":
+			b.size, err = quantityU64("size", v)
+		case "extraData":
+			if h, ok := trim0x(v); !ok || len(h)%2 != 0 || !isHex(h) {
+				return fmt.Errorf("extraData: not 0x-hex bytes")
+			}
+			b.extraData = v
+		case "extDataHash":
+			b.hasExtDataHash = true
+			b.extDataHash, err = parseHash("extDataHash", v)
+		case "extDataGasUsed":
+			b.hasExtDataGasUsed = true
+			err = quantityBig("extDataGasUsed", v, &b.extDataGasUsed)
+		case "blockGasCost":
+			b.hasBlockGasCost = true
+			err = quantityBig("blockGasCost", v, &b.blockGasCost)
+		case "minDelayExcess":
+			b.hasMinDelayExcess = true
+			err = quantityBig("minDelayExcess", v, &b.minDelayExcess)
+		case "blockExtraData":
+			b.blockExtraData, err = hexBytes("blockExtraData", v, b.blockExtraData)
+		}
+		return err
+	})
+}
+
+func isHex(h []byte) bool {
+	for _, c := range h {
+		if _, ok := unhexDigit(c); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *txn) parseTx(s *scanner) error {
+	return s.object(func(key []byte) error {
+		switch string(key) {
+		case "hash", "transactionIndex", "from", "to", "value", "gas", "gasPrice", "maxFeePerGas",
+			"maxPriorityFeePerGas", "nonce", "type", "chainId", "input":
+		default:
+			return s.skip()
+		}
+		if s.null() {
+			return nil
+		}
+		v, err := s.str()
+		if err != nil {
+			return fmt.Errorf("tx field %s: %w", key, err)
+		}
+		switch string(key) {
+		case "hash":
+			t.seen.hash = true
+			t.hash, err = parseHash("tx hash", v)
+		case "transactionIndex":
+			t.seen.index = true
+			t.index, err = quantityU64("transactionIndex", v)
+		case "from":
+			t.seen.from = true
+			t.from, err = parseAddress("from", v)
+		case "to":
+			t.hasTo = true
+			t.to, err = parseAddress("to", v)
+		case "value":
+			t.seen.value = true
+			err = quantityBig("value", v, &t.value)
+		case "gas":
+			t.seen.gas = true
+			t.gas, err = quantityU64("gas", v)
+		case "gasPrice":
+			t.hasPrice = true
+			err = quantityBig("gasPrice", v, &t.gasPrice)
+		case "maxFeePerGas":
+			t.hasMax = true
+			err = quantityBig("maxFeePerGas", v, &t.maxFee)
+		case "maxPriorityFeePerGas":
+			t.hasPrio = true
+			err = quantityBig("maxPriorityFeePerGas", v, &t.maxPrio)
+		case "nonce":
+			t.seen.nonce = true
+			t.nonce, err = quantityU64("nonce", v)
+		case "type":
+			t.typ, err = quantityU64("type", v)
+		case "chainId":
+			t.hasChain = true
+			err = quantityBig("chainId", v, &t.chainID)
+		case "input":
+			h, ok := trim0x(v)
+			if !ok || len(h)%2 != 0 {
+				return fmt.Errorf("input: not 0x-hex bytes")
+			}
+			t.inputLen = len(h) / 2
+			if t.inputLen >= 4 {
+				err = fixedHex("input", v[:10], t.method[:])
+			}
+		}
+		return err
+	})
+}
+
+func (t *txn) parseReceipt(s *scanner) error {
+	return s.object(func(key []byte) error {
+		if string(key) == "logs" {
+			if s.null() {
+				return nil
+			}
+			return s.array(func(i int) error {
+				if i < cap(t.logs) {
+					t.logs = t.logs[:i+1]
+					data := t.logs[i].data[:0]
+					t.logs[i] = logEntry{data: data}
+				} else {
+					t.logs = append(t.logs, logEntry{})
+				}
+				return t.logs[i].parse(s)
+			})
+		}
+		switch string(key) {
+		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress":
+		default:
+			return s.skip()
+		}
+		if s.null() {
+			return nil
+		}
+		v, err := s.str()
+		if err != nil {
+			return fmt.Errorf("receipt field %s: %w", key, err)
+		}
+		switch string(key) {
+		case "transactionHash":
+			t.rseen.hash = true
+			t.rhash, err = parseHash("receipt transactionHash", v)
+		case "transactionIndex":
+			t.rseen.index = true
+			t.rindex, err = quantityU64("receipt transactionIndex", v)
+		case "status":
+			t.rseen.status = true
+			t.status, err = quantityU64("status", v)
+		case "gasUsed":
+			t.rseen.gasUsed = true
+			t.gasUsed, err = quantityU64("receipt gasUsed", v)
+		case "effectiveGasPrice":
+			t.hasEff = true
+			err = quantityBig("effectiveGasPrice", v, &t.effPrice)
+		case "contractAddress":
+			t.hasContract = true
+			t.contract, err = parseAddress("contractAddress", v)
+		}
+		return err
+	})
+}
+
+func (l *logEntry) parse(s *scanner) error {
+	return s.object(func(key []byte) error {
+		switch string(key) {
+		case "topics":
+			l.seen.topics = true
+			return s.array(func(i int) error {
+				if i >= len(l.topics) {
+					return fmt.Errorf("log has more than 4 topics")
+				}
+				v, err := s.str()
+				if err != nil {
+					return err
+				}
+				l.ntopics = i + 1
+				l.topics[i], err = parseHash("topic", v)
+				return err
+			})
+		case "address", "data", "logIndex":
+		default:
+			return s.skip()
+		}
+		v, err := s.str()
+		if err != nil {
+			return fmt.Errorf("log field %s: %w", key, err)
+		}
+		switch string(key) {
+		case "address":
+			l.seen.address = true
+			l.address, err = parseAddress("log address", v)
+		case "data":
+			l.seen.data = true
+			l.data, err = hexBytes("log data", v, l.data)
+		case "logIndex":
+			l.seen.index = true
+			l.index, err = quantityU64("logIndex", v)
+		}
+		return err
+	})
+}

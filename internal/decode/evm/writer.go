@@ -1,0 +1,628 @@
+package evm
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/ava-labs/libevm/common"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Statements. Column lists are the order values are appended in writer.
+var (
+	insBlocks = newInsert("evm_blocks", []string{"chain_key", "number", "hash", "parent_hash", "timestamp",
+		"timestamp_ms", "tx_count", "gas_used", "gas_limit", "base_fee", "miner", "size_bytes", "state_root",
+		"extra_data", "ext_data_hash", "ext_data_gas_used", "block_gas_cost", "min_delay_excess", "block_extra_data"}, "")
+	insTxs = newInsert("evm_txs", []string{"chain_key", "block_number", "tx_index", "hash", "block_hash",
+		"block_time", "from_addr", "to_addr", "value", "gas_limit", "gas_price", "max_fee_per_gas",
+		"max_priority_fee_per_gas", "gas_used", "nonce", "tx_type", "status", "method_id", "input_size",
+		"contract_address", "log_count"}, "")
+	insAddrTxs = newInsert("evm_address_txs", []string{"chain_key", "address", "block_number", "tx_index"}, "")
+	insLogs    = newInsert("evm_logs", []string{"chain_key", "block_number", "log_index", "tx_index", "tx_hash",
+		"address", "topic_count", "topic0", "topic1", "topic2", "topic3", "data"}, "")
+	insTransfers = newInsert("evm_transfers", []string{"chain_key", "block_number", "log_index", "batch_index",
+		"tx_index", "tx_hash", "block_time", "token", "erc_type", "from_addr", "to_addr", "operator", "token_id",
+		"value"}, "")
+	insContracts = newInsert("evm_contracts", []string{"chain_key", "address", "creation_kind", "tx_hash",
+		"block_number", "block_time", "deployer_address", "erc_type", "erc_type_block"},
+		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
+			" WHERE evm_contracts.erc_type = '' AND excluded.erc_type <> ''")
+	insNFTs = newInsert("evm_nft_tokens", []string{"chain_key", "token", "token_id", "erc_type", "owner",
+		"owner_block", "first_block"},
+		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
+			" WHERE excluded.owner <> ''")
+	insNFTHistory = newInsert("evm_nft_owner_history", []string{"chain_key", "token", "token_id", "block_number",
+		"owner"}, "")
+	insTokenBal = newInsert("evm_token_balances", []string{"chain_key", "holder", "erc_type", "token", "token_id",
+		"balance", "block_number"},
+		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
+	insTokenHist = newInsert("evm_token_balance_history", []string{"chain_key", "holder", "erc_type", "token",
+		"token_id", "block_number", "balance"}, "")
+	insNativeBal = newInsert("evm_native_balances", []string{"chain_key", "address", "balance", "block_number"},
+		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
+	insNativeHist = newInsert("evm_native_balance_history", []string{"chain_key", "address", "block_number",
+		"balance"}, "")
+
+	selNative = &inQuery{
+		prefix: "SELECT address, balance FROM evm_native_balances WHERE chain_key = $1 AND address IN (",
+		suffix: ")", first: 2, width: 1,
+	}
+	selToken = &inQuery{
+		prefix: "SELECT holder, erc_type, token, token_id, balance FROM evm_token_balances WHERE chain_key = $1 AND (",
+		suffix: ")", first: 2, width: 4, cols: []string{"holder", "erc_type", "token", "token_id"},
+	}
+)
+
+type tokenKey struct {
+	holder, token common.Address
+	typ           ercType
+	id            string // decimal; '' for ERC-20 and ERC-721 counts
+}
+
+type tokenKeyStr struct{ holder, typ, token, id string }
+
+type nftKey struct {
+	token common.Address
+	id    string
+}
+
+type nftState struct {
+	typ   ercType
+	owner common.Address // ERC-721 only
+	moved bool           // ERC-721 owner changed in this block
+}
+
+type contractState struct {
+	kind string // tx, observed
+	tx   int
+	erc  ercType
+}
+
+// writer turns one parsed block into rows. Its maps and slices live across
+// blocks to keep allocations per block low.
+type writer struct {
+	chain string
+	b     *block
+	hash  string
+	time  int64
+
+	addrs   map[common.Address]string
+	natives map[common.Address]*big.Int
+	tokens  map[tokenKey]*big.Int
+	nfts    map[nftKey]*nftState
+	nftOrd  []nftKey
+	cons    map[common.Address]*contractState
+	conOrd  []common.Address
+	bigs    []*big.Int
+	nbig    int
+	tmp     big.Int
+	xfers   []transfer
+	txHash  []string
+
+	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
+	tokBal, tokHist, natBal, natHist rowSet
+
+	keysN    []common.Address
+	keysT    []tokenKey
+	strsT    map[tokenKeyStr]int
+	idxN     map[string]int
+	oldN     []*big.Int
+	oldT     []*big.Int
+	readArg  []any
+	nftPool  []*nftState
+	nnftPool int
+	conPool  []*contractState
+	nconPool int
+	tmp2     big.Int
+}
+
+func newWriter() *writer {
+	return &writer{
+		addrs:     make(map[common.Address]string),
+		natives:   make(map[common.Address]*big.Int),
+		tokens:    make(map[tokenKey]*big.Int),
+		nfts:      make(map[nftKey]*nftState),
+		cons:      make(map[common.Address]*contractState),
+		strsT:     make(map[tokenKeyStr]int),
+		idxN:      make(map[string]int),
+		blocks:    rowSet{spec: insBlocks},
+		txs:       rowSet{spec: insTxs},
+		addrTxs:   rowSet{spec: insAddrTxs},
+		logs:      rowSet{spec: insLogs},
+		transfers: rowSet{spec: insTransfers},
+		contracts: rowSet{spec: insContracts},
+		nftRows:   rowSet{spec: insNFTs},
+		nftHist:   rowSet{spec: insNFTHistory},
+		tokBal:    rowSet{spec: insTokenBal},
+		tokHist:   rowSet{spec: insTokenHist},
+		natBal:    rowSet{spec: insNativeBal},
+		natHist:   rowSet{spec: insNativeHist},
+	}
+}
+
+func (w *writer) begin(chain string, b *block, hash string) {
+	w.chain, w.b, w.hash, w.time = chain, b, hash, int64(b.timestamp)
+	clear(w.addrs)
+	clear(w.natives)
+	clear(w.tokens)
+	clear(w.nfts)
+	clear(w.cons)
+	w.nftOrd = w.nftOrd[:0]
+	w.conOrd = w.conOrd[:0]
+	w.nnftPool, w.nconPool = 0, 0
+	w.nbig = 0
+	w.txHash = w.txHash[:0]
+	for _, r := range []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
+		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+		r.reset()
+	}
+}
+
+// newBig hands out a zeroed big.Int from a per-writer pool.
+func (w *writer) newBig() *big.Int {
+	if w.nbig == len(w.bigs) {
+		w.bigs = append(w.bigs, new(big.Int))
+	}
+	v := w.bigs[w.nbig]
+	w.nbig++
+	return v.SetUint64(0)
+}
+
+// addr returns the 0x-lowercase form of a, once per block.
+func (w *writer) addr(a common.Address) string {
+	if s, ok := w.addrs[a]; ok {
+		return s
+	}
+	s := hexString(a[:])
+	w.addrs[a] = s
+	return s
+}
+
+func (w *writer) native(a common.Address) *big.Int {
+	v, ok := w.natives[a]
+	if !ok {
+		v = w.newBig()
+		w.natives[a] = v
+	}
+	return v
+}
+
+func (w *writer) token(k tokenKey) *big.Int {
+	v, ok := w.tokens[k]
+	if !ok {
+		v = w.newBig()
+		w.tokens[k] = v
+	}
+	return v
+}
+
+func (w *writer) contract(a common.Address, kind string, tx int) *contractState {
+	c, ok := w.cons[a]
+	if !ok {
+		if w.nconPool == len(w.conPool) {
+			w.conPool = append(w.conPool, new(contractState))
+		}
+		c = w.conPool[w.nconPool]
+		w.nconPool++
+		*c = contractState{kind: kind, tx: tx}
+		w.cons[a] = c
+		w.conOrd = append(w.conOrd, a)
+	}
+	return c
+}
+
+func i64(v uint64) int64 { return int64(v) } // callers hold values parsed as <= MaxInt64
+
+func uintDecimal(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// collect builds every row of the block and the balance deltas.
+func (w *writer) collect() error {
+	b := w.b
+	chain := w.chain
+	num := i64(b.number)
+	baseFee := ""
+	if b.hasBaseFee {
+		baseFee = decimal(&b.baseFee)
+	}
+	optDec := func(has bool, v *big.Int) string {
+		if !has {
+			return ""
+		}
+		return decimal(v)
+	}
+	extHash := ""
+	if b.hasExtDataHash {
+		extHash = hexString(b.extDataHash[:])
+	}
+	var extra any
+	if len(b.blockExtraData) > 0 {
+		extra = b.blockExtraData
+	}
+	extraData := "0x"
+	if h, _ := trim0x(b.extraData); len(h) > 0 {
+		extraData = "0x" + lowerHex(h)
+	}
+	w.blocks.args = append(w.blocks.args, chain, num, w.hash, hexString(b.parentHash[:]), i64(b.timestamp),
+		i64(b.timestampMs), int64(len(b.txs)), i64(b.gasUsed), i64(b.gasLimit), baseFee, w.addr(b.miner),
+		i64(b.size), hexString(b.stateRoot[:]), extraData, extHash,
+		optDec(b.hasExtDataGasUsed, &b.extDataGasUsed), optDec(b.hasBlockGasCost, &b.blockGasCost),
+		optDec(b.hasMinDelayExcess, &b.minDelayExcess), extra)
+
+	fee := &w.tmp
+	for i := range b.txs {
+		t := &b.txs[i]
+		txHash := hexString(t.hash[:])
+		w.txHash = append(w.txHash, txHash)
+		from := w.addr(t.from)
+		to := ""
+		if t.hasTo {
+			to = w.addr(t.to)
+		}
+		contract := ""
+		if t.hasContract {
+			contract = w.addr(t.contract)
+		}
+		method := ""
+		if t.inputLen >= 4 {
+			method = hexString(t.method[:])
+		}
+		maxFee, maxPrio := "", ""
+		if t.hasMax {
+			maxFee = decimal(&t.maxFee)
+		}
+		if t.hasPrio {
+			maxPrio = decimal(&t.maxPrio)
+		}
+		w.txs.args = append(w.txs.args, chain, num, int64(i), txHash, w.hash, w.time, from, to,
+			decimal(&t.value), i64(t.gas), decimal(&t.effPrice), maxFee, maxPrio, i64(t.gasUsed), i64(t.nonce),
+			i64(t.typ), int64(t.status), method, int64(t.inputLen), contract, int64(len(t.logs)))
+
+		// Address links: sender, recipient, created contract (once each per tx).
+		w.addrTxs.args = append(w.addrTxs.args, chain, from, num, int64(i))
+		if t.hasTo && t.to != t.from {
+			w.addrTxs.args = append(w.addrTxs.args, chain, to, num, int64(i))
+		}
+		created := t.hasContract && !t.hasTo && t.status == 1
+		if created && t.contract != t.from {
+			w.addrTxs.args = append(w.addrTxs.args, chain, contract, num, int64(i))
+		}
+		if created {
+			w.contract(t.contract, "tx", i)
+		}
+
+		// Native balances: fee from the sender always; value only on success;
+		// the tip to the coinbase (the base fee is burned).
+		fee.SetUint64(t.gasUsed)
+		fee.Mul(fee, &t.effPrice)
+		s := w.native(t.from)
+		s.Sub(s, fee)
+		if t.status == 1 && t.value.Sign() != 0 {
+			s.Sub(s, &t.value)
+			switch {
+			case t.hasTo:
+				r := w.native(t.to)
+				r.Add(r, &t.value)
+			case created:
+				r := w.native(t.contract)
+				r.Add(r, &t.value)
+			}
+		}
+		if t.gasUsed > 0 {
+			tip := fee
+			if b.hasBaseFee {
+				if t.effPrice.Cmp(&b.baseFee) < 0 {
+					return fmt.Errorf("tx %s: effective gas price %s below base fee %s", txHash, &t.effPrice, &b.baseFee)
+				}
+				tip.Sub(&t.effPrice, &b.baseFee)
+				tip.Mul(tip, w.tmp2.SetUint64(t.gasUsed))
+			}
+			if tip.Sign() != 0 {
+				c := w.native(b.miner)
+				c.Add(c, tip)
+			}
+		}
+
+		for j := range t.logs {
+			if err := w.collectLog(num, i, txHash, &t.logs[j]); err != nil {
+				return fmt.Errorf("tx %s log %d: %w", txHash, j, err)
+			}
+		}
+	}
+	w.buildContracts()
+	w.buildNFTs(num)
+	return nil
+}
+
+func lowerHex(h []byte) string {
+	out := make([]byte, len(h))
+	for i, c := range h {
+		if c >= 'A' && c <= 'F' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return string(out)
+}
+
+var zeroAddr common.Address
+
+func (w *writer) collectLog(num int64, txIdx int, txHash string, l *logEntry) error {
+	chain := w.chain
+	var topics [4]string
+	for k := 0; k < l.ntopics; k++ {
+		topics[k] = hexString(l.topics[k][:])
+	}
+	data := l.data
+	if data == nil {
+		data = []byte{} // NOT NULL column
+	}
+	w.logs.args = append(w.logs.args, chain, num, i64(l.index), int64(txIdx), txHash, w.addr(l.address),
+		int64(l.ntopics), topics[0], topics[1], topics[2], topics[3], data)
+	w.contract(l.address, "observed", txIdx)
+
+	w.xfers = decodeTransfers(l, w.xfers[:0])
+	for k := range w.xfers {
+		x := &w.xfers[k]
+		token := w.addr(l.address)
+		operator := ""
+		if x.hasOperator {
+			operator = w.addr(x.operator)
+		}
+		id, value := "", "1"
+		if x.id != nil {
+			id = wordDecimal(x.id, &w.tmp)
+		}
+		if x.value != nil {
+			value = wordDecimal(x.value, &w.tmp)
+		}
+		w.transfers.args = append(w.transfers.args, chain, num, i64(l.index), int64(x.batch), int64(txIdx),
+			txHash, w.time, token, x.typ.String(), w.addr(x.from), w.addr(x.to), operator, id, value)
+
+		c := w.cons[l.address]
+		if c.erc == ercNone {
+			c.erc = x.typ
+		}
+		switch x.typ {
+		case erc20:
+			w.moveFungible(tokenKey{token: l.address, typ: erc20}, x.from, x.to, x.value)
+		case erc721:
+			w.moveFungible(tokenKey{token: l.address, typ: erc721}, x.from, x.to, nil)
+			w.nft(nftKey{token: l.address, id: id}, erc721, x.to)
+		case erc1155:
+			w.moveFungible(tokenKey{token: l.address, typ: erc1155, id: id}, x.from, x.to, x.value)
+			w.nft(nftKey{token: l.address, id: id}, erc1155, common.Address{})
+		}
+	}
+	return nil
+}
+
+// moveFungible debits from and credits to by the 32-byte amount (nil: 1). The
+// zero address (mint source, burn sink) has no balance.
+func (w *writer) moveFungible(k tokenKey, from, to common.Address, amount []byte) {
+	amt := &w.tmp
+	if amount == nil {
+		amt.SetUint64(1)
+	} else {
+		amt.SetBytes(amount)
+	}
+	if amt.Sign() == 0 {
+		return
+	}
+	if from != zeroAddr {
+		k.holder = from
+		v := w.token(k)
+		v.Sub(v, amt)
+	}
+	if to != zeroAddr {
+		k.holder = to
+		v := w.token(k)
+		v.Add(v, amt)
+	}
+}
+
+func (w *writer) nft(k nftKey, typ ercType, owner common.Address) {
+	s, ok := w.nfts[k]
+	if !ok {
+		if w.nnftPool == len(w.nftPool) {
+			w.nftPool = append(w.nftPool, new(nftState))
+		}
+		s = w.nftPool[w.nnftPool]
+		w.nnftPool++
+		*s = nftState{typ: typ}
+		w.nfts[k] = s
+		w.nftOrd = append(w.nftOrd, k)
+	}
+	if typ == erc721 && s.typ == erc721 {
+		s.owner = owner
+		s.moved = true
+	}
+}
+
+func (w *writer) buildContracts() {
+	b := w.b
+	for _, a := range w.conOrd {
+		c := w.cons[a]
+		t := &b.txs[c.tx]
+		ercBlock := int64(-1)
+		if c.erc != ercNone {
+			ercBlock = i64(b.number)
+		}
+		w.contracts.args = append(w.contracts.args, w.chain, w.addr(a), c.kind, w.txHash[c.tx], i64(b.number), w.time,
+			w.addr(t.from), c.erc.String(), ercBlock)
+	}
+}
+
+func (w *writer) buildNFTs(num int64) {
+	for _, k := range w.nftOrd {
+		s := w.nfts[k]
+		owner := ""
+		if s.typ == erc721 && s.moved {
+			owner = w.addr(s.owner)
+			w.nftHist.args = append(w.nftHist.args, w.chain, w.addr(k.token), k.id, num, owner)
+		}
+		w.nftRows.args = append(w.nftRows.args, w.chain, w.addr(k.token), k.id, s.typ.String(), owner, num, num)
+	}
+}
+
+// write runs the block's statements: a handful per block whatever its size.
+var Timings = map[string]time.Duration{}
+
+func (w *writer) write(ctx context.Context, tx *store.Tx) error {
+	t0 := time.Now()
+	if err := w.balances(ctx, tx); err != nil {
+		return err
+	}
+	Timings["balances(read)"] += time.Since(t0)
+	for _, r := range []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
+		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+		t0 := time.Now()
+		if err := r.flush(ctx, tx); err != nil {
+			return err
+		}
+		Timings[r.spec.table] += time.Since(t0)
+	}
+	return nil
+}
+
+// balances reads the current balances of the touched keys (one statement per
+// kind), adds the block's deltas and queues the current and history rows.
+func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
+	num := i64(w.b.number)
+
+	// Native.
+	w.keysN = w.keysN[:0]
+	for a, d := range w.natives {
+		if d.Sign() != 0 {
+			w.keysN = append(w.keysN, a)
+		}
+	}
+	if n := len(w.keysN); n > 0 {
+		clear(w.idxN)
+		w.oldN = w.oldN[:0]
+		for i, a := range w.keysN {
+			w.idxN[w.addr(a)] = i
+			w.oldN = append(w.oldN, nil)
+		}
+		per := selNative.chunk()
+		for i := 0; i < n; i += per {
+			k := min(per, n-i)
+			args := append(w.readArg[:0], w.chain)
+			for _, a := range w.keysN[i : i+k] {
+				args = append(args, w.addr(a))
+			}
+			w.readArg = args
+			if err := w.readNative(ctx, tx, selNative.query(k), args); err != nil {
+				return err
+			}
+		}
+		for i, a := range w.keysN {
+			bal := w.natives[a]
+			if old := w.oldN[i]; old != nil {
+				bal.Add(bal, old)
+			}
+			s := decimal(bal)
+			as := w.addr(a)
+			w.natBal.args = append(w.natBal.args, w.chain, as, s, num)
+			w.natHist.args = append(w.natHist.args, w.chain, as, num, s)
+		}
+	}
+
+	// Tokens.
+	w.keysT = w.keysT[:0]
+	for k, d := range w.tokens {
+		if d.Sign() != 0 {
+			w.keysT = append(w.keysT, k)
+		}
+	}
+	if n := len(w.keysT); n > 0 {
+		clear(w.strsT)
+		w.oldT = w.oldT[:0]
+		for i, k := range w.keysT {
+			w.strsT[tokenKeyStr{w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id}] = i
+			w.oldT = append(w.oldT, nil)
+		}
+		per := selToken.chunk()
+		for i := 0; i < n; i += per {
+			k := min(per, n-i)
+			args := append(w.readArg[:0], w.chain)
+			for _, key := range w.keysT[i : i+k] {
+				args = append(args, w.addr(key.holder), key.typ.String(), w.addr(key.token), key.id)
+			}
+			w.readArg = args
+			if err := w.readTokens(ctx, tx, selToken.query(k), args); err != nil {
+				return err
+			}
+		}
+		for i, k := range w.keysT {
+			bal := w.tokens[k]
+			if old := w.oldT[i]; old != nil {
+				bal.Add(bal, old)
+			}
+			s := decimal(bal)
+			h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
+			w.tokBal.args = append(w.tokBal.args, w.chain, h, typ, t, k.id, s, num)
+			w.tokHist.args = append(w.tokHist.args, w.chain, h, typ, t, k.id, num, s)
+		}
+	}
+	clear(w.readArg)
+	return nil
+}
+
+func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args []any) error {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("evm: read native balances: %w", err)
+	}
+	defer rows.Close()
+	var addr, bal string
+	for rows.Next() {
+		if err := rows.Scan(&addr, &bal); err != nil {
+			return fmt.Errorf("evm: read native balances: %w", err)
+		}
+		i, ok := w.idxN[addr]
+		if !ok {
+			continue
+		}
+		v := w.newBig()
+		if _, ok := v.SetString(bal, 10); !ok {
+			return fmt.Errorf("evm: stored native balance of %s is %q", addr, bal)
+		}
+		w.oldN[i] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("evm: read native balances: %w", err)
+	}
+	return nil
+}
+
+func (w *writer) readTokens(ctx context.Context, tx *store.Tx, q string, args []any) error {
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("evm: read token balances: %w", err)
+	}
+	defer rows.Close()
+	var k tokenKeyStr
+	var bal string
+	for rows.Next() {
+		if err := rows.Scan(&k.holder, &k.typ, &k.token, &k.id, &bal); err != nil {
+			return fmt.Errorf("evm: read token balances: %w", err)
+		}
+		i, ok := w.strsT[k]
+		if !ok {
+			continue
+		}
+		v := w.newBig()
+		if _, ok := v.SetString(bal, 10); !ok {
+			return fmt.Errorf("evm: stored balance of %s in %s is %q", k.holder, k.token, bal)
+		}
+		w.oldT[i] = v
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("evm: read token balances: %w", err)
+	}
+	return nil
+}
