@@ -243,10 +243,12 @@ func (db *DB) applyMigration(ctx context.Context, name, body string) error {
 }
 
 // translate maps the shared schema dialect onto the backend: BLOB becomes BYTEA
-// on PostgreSQL. Everything else in migrations is common SQL.
+// and SQLite's WITHOUT ROWID table option is dropped on PostgreSQL.
+// Everything else in migrations is common SQL.
 func (db *DB) translate(q string) string {
 	if db.dialect == Postgres {
 		q = strings.ReplaceAll(q, " BLOB", " BYTEA")
+		q = strings.ReplaceAll(q, " WITHOUT ROWID", "")
 	}
 	return q
 }

@@ -80,8 +80,9 @@ CREATE TABLE IF NOT EXISTS p_stakers (
 );
 CREATE INDEX IF NOT EXISTS p_stakers_node ON p_stakers (subnet_id, node_id, removed_height);
 CREATE INDEX IF NOT EXISTS p_stakers_validator ON p_stakers (validator_tx_id);
-CREATE INDEX IF NOT EXISTS p_stakers_active ON p_stakers (removed_height, subnet_id, end_time);
+CREATE INDEX IF NOT EXISTS p_stakers_active ON p_stakers (removed_height, end_time);
 CREATE INDEX IF NOT EXISTS p_stakers_pending ON p_stakers (current_height, start_time);
+CREATE INDEX IF NOT EXISTS p_stakers_node_only ON p_stakers (node_id, removed_height);
 
 -- Validator-set history: one row per (subnet, node) per stretch of heights with
 -- constant weight and key. Set at height h: from_height <= h AND to_height > h.
@@ -163,6 +164,7 @@ CREATE TABLE IF NOT EXISTS p_l1_validators (
     removed_tx_id           TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS p_l1_validators_subnet ON p_l1_validators (subnet_id, removed_height);
+CREATE INDEX IF NOT EXISTS p_l1_validators_fee ON p_l1_validators (removed_height, end_accumulated_fee);
 
 -- Every change of an L1 validator. event: CONVERT, REGISTER, SET_WEIGHT, REMOVE,
 -- INCREASE_BALANCE, DISABLE, DEACTIVATE (out of balance). balance is what it had

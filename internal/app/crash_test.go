@@ -1,0 +1,166 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	// Re-executed as the indexer child of the crash test.
+	if args := os.Getenv("PERMAFROST_CHILD_ARGS"); args != "" {
+		err := Run(context.Background(), "index", strings.Split(args, "\x1f"), io.Discard, io.Discard)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	storetest.Main(m)
+}
+
+// volatile columns differ between runs by design (wall-clock times, rates).
+var volatile = map[string]bool{"updated_at": true, "rate": true, "node_height": true, "applied_at": true, "created_at": true}
+
+// dump fingerprints every table of the index, row by row, in a stable order.
+func dump(t *testing.T, db *store.DB) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	q := `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`
+	if db.Dialect() == store.Postgres {
+		q = `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'`
+	}
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		rows.Scan(&n)
+		if n != "meta" && n != "page_tokens" && n != "schema_migrations" {
+			tables = append(tables, n)
+		}
+	}
+	rows.Close()
+	out := map[string]string{}
+	for _, table := range tables {
+		r, err := db.QueryContext(ctx, "SELECT * FROM "+table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := r.Columns()
+		var lines []string
+		for r.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := r.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			for i, v := range vals {
+				if volatile[cols[i]] {
+					continue
+				}
+				if bs, ok := v.([]byte); ok {
+					v = hex.EncodeToString(bs)
+				}
+				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
+			}
+			lines = append(lines, b.String())
+		}
+		r.Close()
+		sort.Strings(lines)
+		h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+		out[table] = fmt.Sprintf("%d rows %x", len(lines), h[:8])
+	}
+	return out
+}
+
+// Killing the indexer (SIGKILL) at random moments and restarting it must end
+// in exactly the index an uninterrupted run builds: no gap, no duplicate.
+func TestCrashRestartIdenticalIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns many processes")
+	}
+	node := testenv.ReplayNode(t)
+	genesisPath := testenv.DevnetDir(t) + "/genesis.json"
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			args := func(dsn string) []string {
+				return []string{"--node", node, "--genesis", genesisPath, "--db", dsn, "--batch-size", "2", "--until-tip"}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			// Reference: one uninterrupted run.
+			refDSN := storetest.DSNFor(t, backend)
+			if err := Run(ctx, "index", args(refDSN), io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			ref := storetest.Open(t, refDSN)
+			want := dump(t, ref)
+
+			dsn := storetest.DSNFor(t, backend)
+			rng := rand.New(rand.NewSource(42))
+			kills := 0
+			for attempt := 0; kills < 20 && attempt < 200; attempt++ {
+				cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), "PERMAFROST_CHILD_ARGS="+strings.Join(args(dsn), "\x1f"))
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("indexer failed: %v\n%s", err, stderr.String())
+					}
+					// Finished before the kill: start over on a fresh database
+					// so every round has something left to interrupt.
+					if kills < 20 {
+						dsn = storetest.DSNFor(t, backend)
+					}
+				case <-time.After(time.Duration(50+rng.Intn(700)) * time.Millisecond):
+					cmd.Process.Kill()
+					<-done
+					kills++
+				}
+			}
+			if kills < 20 {
+				t.Fatalf("only %d kills landed", kills)
+			}
+			if err := Run(ctx, "index", args(dsn), io.Discard, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			got := dump(t, storetest.Open(t, dsn))
+			for table, w := range want {
+				if got[table] != w {
+					t.Errorf("%s: after %d kills %s, uninterrupted %s", table, kills, got[table], w)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("tables: %d vs %d", len(got), len(want))
+			}
+		})
+	}
+}
