@@ -82,16 +82,8 @@ func newRequestID() string {
 	return hex.EncodeToString(b)
 }
 
-// NewHTTPServer returns an http.Server with the timeouts and header limits
-// every listener uses.
+// NewHTTPServer returns an http.Server with the default limits and timeouts
+// (see NewHTTPServerLimits).
 func NewHTTPServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{
-		Addr:              addr,
-		Handler:           http.MaxBytesHandler(h, 1<<20),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-	}
+	return NewHTTPServerLimits(addr, h, LimitsConfig{})
 }

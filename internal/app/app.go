@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/permafrost-dev/permafrost/internal/config"
+	"github.com/permafrost-dev/permafrost/internal/keys"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
@@ -53,6 +54,19 @@ func Run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 		}
 	case "reindex":
 		run = func(ctx context.Context) error { return reindex(ctx, cfg, newLogger(cfg, stderr)) }
+	case "keys":
+		run = func(ctx context.Context) error {
+			db, err := openDB(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			err = keys.Command(ctx, db, fs.Args(), stdout)
+			if errors.Is(err, keys.ErrUsage) {
+				return fmt.Errorf("%w: %v", ErrUsage, err)
+			}
+			return err
+		}
 	case "-h", "--help", "help":
 		return flag.ErrHelp
 	default:

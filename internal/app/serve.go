@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"time"
+	"net/netip"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
@@ -73,53 +73,55 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 			return err
 		}
 	}
-	handler, err := buildAPI(ctx, cfg, db, set, log)
+	guard, err := newGuard(db, cfg, log)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	handler, err := buildAPI(ctx, cfg, db, set, guard, log)
+	if err != nil {
+		return err
+	}
 
 	listeners := []string{cfg.Listen}
 	if cfg.MetricsListen != "" {
 		listeners = append(listeners, cfg.MetricsListen)
 	}
-	var servers []*http.Server
-	errc := make(chan error, len(listeners)+1)
+	errc := make(chan error, len(listeners))
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	for i, addr := range listeners {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", addr, err)
 		}
-		srv := api.NewHTTPServer(addr, handler)
-		servers = append(servers, srv)
-		go func() { errc <- srv.Serve(l) }()
+		srv := api.NewHTTPServerLimits(addr, handler, guard.Config())
+		go func() { errc <- guard.Serve(serveCtx, srv, l) }()
 		log.Info("serving", "addr", l.Addr().String())
 		if i == 0 && ready != nil {
 			ready(l.Addr().String())
 		}
 	}
 	pipe := ingest.New(db, set.Chains, ingest.Options{Poll: cfg.Poll}, log)
+	ingestCtx, stopIngest := context.WithCancel(ctx)
+	defer stopIngest()
 	ingestDone := make(chan error, 1)
-	go func() { ingestDone <- pipe.Run(ctx) }()
+	go func() { ingestDone <- pipe.Run(ingestCtx) }()
 
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
 	case err = <-ingestDone:
 		ingestDone <- err
 	}
-	// Graceful shutdown: drain in-flight requests, let the ingest batch in
-	// progress commit (the pipeline stops between batches when ctx ends).
-	shutdownCtx, stop := context.WithTimeout(context.Background(), 20*time.Second)
-	defer stop()
-	for _, srv := range servers {
-		_ = srv.Shutdown(shutdownCtx)
+	// Graceful shutdown: health turns 503, in-flight requests drain, and the
+	// ingest batch in progress commits (the pipeline stops between batches).
+	stopServing()
+	stopIngest()
+	for range listeners {
+		if serr := <-errc; serr != nil && err == nil && !errors.Is(serr, http.ErrServerClosed) {
+			err = serr
+		}
 	}
-	cancel()
 	if ierr := <-ingestDone; ierr != nil && !errors.Is(ierr, context.Canceled) && err == nil {
 		err = ierr
 	}
@@ -127,7 +129,7 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 }
 
 // buildAPI registers every interface on one router.
-func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, log *slog.Logger) (http.Handler, error) {
+func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, guard *api.Guard, log *slog.Logger) (http.Handler, error) {
 	network, err := api.LoadNetwork(ctx, db, cfg.NetworkName)
 	if err != nil {
 		return nil, err
@@ -137,6 +139,32 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 		return nil, err
 	}
 	mux := api.NewMux(log)
+	guard.Install(mux)
 	icm.Register(mux, icm.Deps{DB: db, Network: network, Pager: pager, Log: log})
 	return mux, nil
+}
+
+// newGuard builds the API keys / rate limits / health guard from the config.
+func newGuard(db *store.DB, cfg *config.Config, log *slog.Logger) (*api.Guard, error) {
+	limits := api.LimitsConfig{
+		AnonymousCU:           cfg.AnonymousCU,
+		MetricsPerIPPerMinute: cfg.MetricsCU,
+		LagThreshold:          cfg.LagThreshold,
+		CORSOrigins:           cfg.CORSOrigins,
+	}
+	if len(cfg.Tiers) > 0 {
+		limits.Tiers = cfg.Tiers
+	}
+	for _, p := range cfg.TrustedProxies {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				return nil, fmt.Errorf("--trusted-proxy %q: want a CIDR or an IP", p)
+			}
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		limits.TrustedProxies = append(limits.TrustedProxies, prefix)
+	}
+	return api.NewGuard(db, limits, log), nil
 }

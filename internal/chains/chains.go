@@ -22,6 +22,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/decode/xchain"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -143,6 +144,12 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 		}
 		set.Chains = append(set.Chains, ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
 			NetworkID: networkID, Name: c.name, Source: &EVMSource{EVM: c.src}, Indexer: ix, BatchSize: o.BatchSize})
+	}
+	// Every chain's blocks also feed the metrics service's rollups, in the
+	// same transaction (average TPS, NFT holders).
+	for i := range set.Chains {
+		c := &set.Chains[i]
+		c.Indexer = metrics.WithRollup(c.Key, c.Kind, c.Indexer)
 	}
 	return set, nil
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,16 @@ type Config struct {
 	// PublicURL is the absolute base URL clients reach this server at (export download links).
 	PublicURL string
 	ExportDir string
+
+	// API limits (zero: the api package's documented defaults).
+	Tiers          map[string]int64
+	AnonymousCU    int64
+	MetricsCU      int64
+	TrustedProxies []string
+	CORSOrigins    []string
+	LagThreshold   int64
+	// Upstream is the node asked for live-only fields (platform uptime/connected).
+	Upstream string
 }
 
 // Register declares the shared flags on fs and returns the Config they fill.
@@ -47,6 +58,28 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to ask the node for new blocks at the tip")
 	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
 	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")
+	c.Tiers = map[string]int64{}
+	fs.Func("tier", "API key tier budget NAME=CU_PER_MINUTE (repeatable)", func(s string) error {
+		name, v, ok := strings.Cut(s, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if !ok || name == "" || err != nil || n <= 0 {
+			return fmt.Errorf("want NAME=CU_PER_MINUTE, got %q", s)
+		}
+		c.Tiers[name] = n
+		return nil
+	})
+	fs.Int64Var(&c.AnonymousCU, "anonymous-cu", 0, "compute units per minute per client IP without a key (0: default 6000; negative: keys required)")
+	fs.Int64Var(&c.MetricsCU, "metrics-cu", 0, "metrics service compute units per minute per client IP (0: default 8000)")
+	fs.Func("trusted-proxy", "CIDR of a proxy whose X-Forwarded-For is trusted (repeatable)", func(s string) error {
+		c.TrustedProxies = append(c.TrustedProxies, s)
+		return nil
+	})
+	fs.Func("cors-origin", "origin allowed by CORS (repeatable; default *)", func(s string) error {
+		c.CORSOrigins = append(c.CORSOrigins, s)
+		return nil
+	})
+	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
+	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
 	fs.String("config", "", "optional YAML config file (keys are flag names)")
 	return c
 }
@@ -119,7 +152,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 
 // splitRepeatable lets a repeatable flag take a comma list from the environment.
 func splitRepeatable(name, v string) []string {
-	if name == "evm-rpc" {
+	if name == "evm-rpc" || name == "tier" || name == "trusted-proxy" || name == "cors-origin" {
 		return strings.Split(v, ",")
 	}
 	return []string{v}

@@ -230,7 +230,11 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 			res.err = validateBatch(res.blocks, from)
 		}
 		if res.err == nil {
-			res.err = p.write(ctx, c, res.blocks, tip)
+			// A batch that started writing finishes even if shutdown begins:
+			// the pipeline stops between batches, never inside one.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			res.err = p.write(wctx, c, res.blocks, tip)
+			cancel()
 		}
 		if res.err != nil {
 			if ctx.Err() != nil {
@@ -314,7 +318,8 @@ func (p *Pipeline) tip(ctx context.Context, c Chain) (uint64, error) {
 	for {
 		t, err := c.Source.Tip(ctx)
 		if err == nil {
-			_, _ = p.db.ExecContext(ctx, `UPDATE checkpoints SET node_height = $1 WHERE chain_key = $2`, int64(t), c.Key)
+			// updated_at doubles as the ingester's heartbeat for health checks.
+			_, _ = p.db.ExecContext(ctx, `UPDATE checkpoints SET node_height = $1, updated_at = $2 WHERE chain_key = $3`, int64(t), time.Now().Unix(), c.Key)
 			return t, nil
 		}
 		if ctx.Err() != nil {

@@ -1,0 +1,123 @@
+// Package evmsim is a local EVM JSON-RPC node that serves pre-built blocks
+// (e.g. from the evm package's generator): eth_chainId, eth_blockNumber,
+// eth_getBlockByNumber and eth_getBlockReceipts, single or batched. The ingest
+// benchmark fetches from it over loopback exactly as from a real node.
+package evmsim
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/permafrost-dev/permafrost/internal/ingest"
+)
+
+// Node serves blocks 0..len-1.
+type Node struct {
+	chainID  uint64
+	blocks   []json.RawMessage
+	receipts []json.RawMessage
+}
+
+// New splits raw blocks ({"block":..,"receipts":..}) for serving.
+func New(chainID uint64, raw []ingest.RawBlock) (*Node, error) {
+	n := &Node{chainID: chainID}
+	for _, rb := range raw {
+		var v struct {
+			Block    json.RawMessage `json:"block"`
+			Receipts json.RawMessage `json:"receipts"`
+		}
+		if err := json.Unmarshal(rb.Bytes, &v); err != nil {
+			return nil, fmt.Errorf("evmsim: block %d: %w", rb.Height, err)
+		}
+		n.blocks = append(n.blocks, v.Block)
+		n.receipts = append(n.receipts, v.Receipts)
+	}
+	return n, nil
+}
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params []any           `json:"params"`
+}
+
+func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var out bytes.Buffer
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var reqs []request
+		if err := json.Unmarshal(body, &reqs); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out.WriteByte('[')
+		for i, req := range reqs {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			n.answer(&out, req)
+		}
+		out.WriteByte(']')
+	} else {
+		var req request
+		if err := json.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		n.answer(&out, req)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out.Bytes()) //nolint:errcheck
+}
+
+func (n *Node) answer(out *bytes.Buffer, req request) {
+	fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,`, req.ID)
+	height := func() (int, bool) {
+		if len(req.Params) == 0 {
+			return 0, false
+		}
+		s, _ := req.Params[0].(string)
+		if s == "latest" {
+			return len(n.blocks) - 1, true
+		}
+		h, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if err != nil || h >= uint64(len(n.blocks)) {
+			return 0, false
+		}
+		return int(h), true
+	}
+	switch req.Method {
+	case "eth_chainId":
+		fmt.Fprintf(out, `"result":"0x%x"}`, n.chainID)
+	case "eth_blockNumber":
+		fmt.Fprintf(out, `"result":"0x%x"}`, len(n.blocks)-1)
+	case "eth_getBlockByNumber":
+		if h, ok := height(); ok {
+			out.WriteString(`"result":`)
+			out.Write(n.blocks[h])
+			out.WriteByte('}')
+		} else {
+			out.WriteString(`"error":{"code":-32000,"message":"cannot query unfinalized data"}}`)
+		}
+	case "eth_getBlockReceipts":
+		if h, ok := height(); ok {
+			out.WriteString(`"result":`)
+			out.Write(n.receipts[h])
+			out.WriteByte('}')
+		} else {
+			out.WriteString(`"result":null}`)
+		}
+	default:
+		fmt.Fprintf(out, `"error":{"code":-32601,"message":"the method %s does not exist/is not available"}}`, req.Method)
+	}
+}
