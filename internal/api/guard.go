@@ -44,8 +44,11 @@ type RouteOpts struct {
 	Scope string
 	// PerIP marks a keyless route (the metrics service, health checks): no
 	// API key is read, every caller is limited per client IP with
-	// LimitsConfig.MetricsPerIPPerMinute.
+	// LimitsConfig.MetricsPerIPPerMinute. It cannot be combined with Scope.
 	PerIP bool
+	// failOpen serves the route when the limiter's store fails (health
+	// checks must report the failure, not be hidden by it).
+	failOpen bool
 }
 
 // LimitsConfig is the guard's and the HTTP server's configuration. Zero
@@ -74,7 +77,9 @@ type LimitsConfig struct {
 	// An empty non-nil slice disables CORS.
 	CORSOrigins []string
 	// Request limits. Defaults: body 1 MiB, URL 8 KiB, all headers 32 KiB,
-	// one header value 8 KiB, 100 header lines.
+	// one header value 8 KiB, 100 header lines, 100 items in a comma list
+	// (Params.List answers 400 beyond).
+	MaxListItems        int
 	MaxBodyBytes        int64
 	MaxURLBytes         int
 	MaxHeaderBytes      int
@@ -103,6 +108,7 @@ func DefaultLimits() LimitsConfig {
 		LagThreshold:          100,
 		StaleAfter:            5 * time.Minute,
 		CORSOrigins:           []string{"*"},
+		MaxListItems:          MaxListItems,
 		MaxBodyBytes:          1 << 20,
 		MaxURLBytes:           8 << 10,
 		MaxHeaderBytes:        32 << 10,
@@ -131,6 +137,7 @@ func (c LimitsConfig) WithDefaults() LimitsConfig {
 	setDefault(&c.MetricsPerIPPerMinute, d.MetricsPerIPPerMinute)
 	setDefault(&c.LagThreshold, d.LagThreshold)
 	setDefault(&c.StaleAfter, d.StaleAfter)
+	setDefault(&c.MaxListItems, d.MaxListItems)
 	setDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
 	setDefault(&c.MaxURLBytes, d.MaxURLBytes)
 	setDefault(&c.MaxHeaderBytes, d.MaxHeaderBytes)
@@ -207,8 +214,9 @@ func (g *Guard) Health() *Health { return g.health }
 func (g *Guard) Install(m *Mux) {
 	m.guard = g
 	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg))
-	m.HandleGuarded("GET /v1/health-check", RouteOpts{Weight: Free, PerIP: true}, MessageString, g.health.HealthCheck)
-	m.HandleGuarded("GET /v1/live-check", RouteOpts{Weight: Free, PerIP: true}, MessageString, g.health.LiveCheck)
+	health := RouteOpts{Weight: Free, PerIP: true, failOpen: true}
+	m.HandleGuarded("GET /v1/health-check", health, MessageString, g.health.HealthCheck)
+	m.HandleGuarded("GET /v1/live-check", health, MessageString, g.health.LiveCheck)
 }
 
 // Use adds middleware around the router, inside the request id and panic
@@ -245,6 +253,10 @@ func (m *Mux) Use(mw ...func(http.Handler) http.Handler) {
 // request id. Without an installed Guard (unit tests of handlers), routes
 // with a Scope refuse every request and others run unguarded.
 func (m *Mux) HandleGuarded(pattern string, opts RouteOpts, style ErrorStyle, h Handler) {
+	if opts.PerIP && opts.Scope != "" {
+		// A programming error, caught at startup like a bad mux pattern.
+		panic(fmt.Sprintf("api: route %q: a PerIP route reads no key, so it cannot require scope %q", pattern, opts.Scope))
+	}
 	m.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.guard == nil {
 			if opts.Scope != "" {
@@ -306,7 +318,8 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 			denied = Errorf(http.StatusUnauthorized, msgInvalidKey)
 			break
 		}
-		caller.Key = k
+		kc := *k // handlers get a copy, not the cache's entry
+		caller.Key = &kc
 		subject, budget = "key:"+k.ID, g.tierBudget(k)
 		if opts.Scope != "" && !k.HasScope(opts.Scope) {
 			denied = Errorf(http.StatusForbidden, "the API key lacks the %q scope this route needs", opts.Scope)
@@ -324,8 +337,11 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 	d, err := g.limiter.Take(ctx, subject, weight, budget)
 	if err != nil {
 		g.log.Error("rate limiter failed", "request_id", RequestID(r), "err", err)
-		WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
-		return
+		if !opts.failOpen {
+			WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
+			return
+		}
+		d = Decision{Allowed: true, Limit: budget, Remaining: budget}
 	}
 	hd := w.Header()
 	hd.Set("Ratelimit-Limit", strconv.FormatInt(d.Limit, 10))

@@ -9,8 +9,9 @@ import (
 )
 
 // Harden enforces the request limits of cfg before routing: URL length,
-// number and size of header lines (400 ErrorBody each), the body size, and
-// a deadline on the handler's context. The server's own MaxHeaderBytes
+// number and size of header lines (400 ErrorBody each), the body size, the
+// comma-list length Params.List accepts, and a deadline on the handler's
+// context. The server's own MaxHeaderBytes
 // (NewHTTPServerLimits) refuses oversized header blocks before any handler
 // runs, with net/http's plain 431.
 func Harden(cfg LimitsConfig) func(http.Handler) http.Handler {
@@ -42,15 +43,20 @@ func Harden(cfg LimitsConfig) func(http.Handler) http.Handler {
 			if r.Body != nil && r.Body != http.NoBody {
 				r.Body = http.MaxBytesReader(w, r.Body, cfg.MaxBodyBytes)
 			}
+			ctx := context.WithValue(r.Context(), listLimitKey, cfg.MaxListItems)
 			if cfg.HandlerTimeout > 0 {
-				ctx, cancel := context.WithTimeout(r.Context(), cfg.HandlerTimeout)
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, cfg.HandlerTimeout)
 				defer cancel()
-				r = r.WithContext(ctx)
 			}
+			r = r.WithContext(ctx)
 			next.ServeHTTP(w, r)
 		})
 	}
 }
+
+// listLimitKey carries LimitsConfig.MaxListItems to NewParams.
+const listLimitKey ctxKey = 102
 
 // NewHTTPServerLimits is NewHTTPServer with the body, header and timeout
 // limits of cfg (defaults filled in; DefaultLimits equals NewHTTPServer's).

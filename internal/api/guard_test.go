@@ -71,6 +71,7 @@ func testLimits() LimitsConfig {
 		MaxHeaderValueBytes:   256,
 		MaxHeaderCount:        20,
 		MaxBodyBytes:          4096,
+		MaxListItems:          3,
 		CORSOrigins:           []string{"https://app.example"},
 	}
 }
@@ -146,6 +147,14 @@ func (f *guardFixture) routes(upstreamURL string) {
 	f.m.HandleGuarded("GET /v1/slow", RouteOpts{Weight: Free}, MessageString, func(r *http.Request) (any, error) {
 		<-r.Context().Done() // a query that outlives the handler deadline
 		return nil, fmt.Errorf("query: %w", r.Context().Err())
+	})
+	f.m.HandleGuarded("GET /v1/list", RouteOpts{Weight: Free}, MessageString, func(r *http.Request) (any, error) {
+		p := NewParams(r)
+		l := p.List("addresses")
+		if err := p.Err(); err != nil {
+			return nil, err
+		}
+		return l, nil
 	})
 	f.m.HandleGuarded("GET /v1/avg_tps/{chainId}", RouteOpts{Weight: Free, PerIP: true}, MessageArray, func(r *http.Request) (any, error) {
 		return map[string]any{"results": []any{}, "key": CallerFrom(r).Key != nil}, nil
@@ -313,6 +322,9 @@ func TestGuardStatusPaths(t *testing.T) {
 		}
 		check(t, "many headers", m, rq("GET", "/v1/small", anonB, many, ""), want{400,
 			`{"error":"Bad Request","message":"the request has 21 header lines; at most 20 are accepted","statusCode":400}`, nil})
+		check(t, "list limit", m, rq("GET", "/v1/list?addresses=a,b,c", anonB, nil, ""), want{200, `["a","b","c"]`, nil})
+		check(t, "list over the limit", m, rq("GET", "/v1/list?addresses=a,b&addresses=c,d", anonB, nil, ""), want{400,
+			`{"error":"Bad Request","message":"addresses takes at most 3 items, got 4","statusCode":400}`, nil})
 		check(t, "unknown route", m, rq("GET", "/v1/nope", anonB, nil, ""), want{404,
 			`{"error":"Not Found","message":"no route for GET /v1/nope","statusCode":404}`, rl("", "")})
 

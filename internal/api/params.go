@@ -14,12 +14,20 @@ const MaxListItems = 100
 // Params reads query parameters, collecting one message per problem so a
 // client learns everything wrong with its request at once.
 type Params struct {
-	q    url.Values
-	errs []string
+	q       url.Values
+	errs    []string
+	maxList int
 }
 
-// NewParams reads r's query string.
-func NewParams(r *http.Request) *Params { return &Params{q: r.URL.Query()} }
+// NewParams reads r's query string. Lists are bounded by the server's
+// configured limit (LimitsConfig.MaxListItems via Harden), else MaxListItems.
+func NewParams(r *http.Request) *Params {
+	p := &Params{q: r.URL.Query(), maxList: MaxListItems}
+	if n, ok := r.Context().Value(listLimitKey).(int); ok && n > 0 {
+		p.maxList = n
+	}
+	return p
+}
 
 // Values exposes the raw query values.
 func (p *Params) Values() url.Values { return p.q }
@@ -115,7 +123,7 @@ func (p *Params) Enum(name, def string, allowed ...string) string {
 }
 
 // List returns a comma-separated list (also accepting repeated parameters),
-// trimmed, without empty items, at most MaxListItems.
+// trimmed, without empty items, at most the list limit (MaxListItems by default).
 func (p *Params) List(name string) []string {
 	var out []string
 	for _, v := range p.q[name] {
@@ -125,9 +133,9 @@ func (p *Params) List(name string) []string {
 			}
 		}
 	}
-	if len(out) > MaxListItems {
-		p.Fail("%s takes at most %d items, got %d", name, MaxListItems, len(out))
-		return out[:MaxListItems]
+	if len(out) > p.maxList {
+		p.Fail("%s takes at most %d items, got %d", name, p.maxList, len(out))
+		return out[:p.maxList]
 	}
 	return out
 }

@@ -200,7 +200,7 @@ func jsonMessage(err error) string {
 		return "the request body is truncated JSON"
 	case errors.As(err, &typ):
 		if typ.Field == "" {
-			return fmt.Sprintf("the request body must be a JSON %s, got %s", jsonKind(typ.Type.Kind().String()), typ.Value)
+			return fmt.Sprintf("the request body must be %s, got %s", jsonKind(typ.Type.Kind().String()), typ.Value)
 		}
 		return fmt.Sprintf("field %s must be %s, got %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):

@@ -11,11 +11,15 @@ import (
 	"net/netip"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
+	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
+	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/warpindex"
 )
 
 // buildChains asks the node for the network and builds every chain.
@@ -77,10 +81,15 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 	if err != nil {
 		return err
 	}
-	handler, err := buildAPI(ctx, cfg, db, set, guard, log)
+	handler, closers, err := buildAPI(ctx, cfg, db, set, guard, log)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
 
 	listeners := []string{cfg.Listen}
 	if cfg.MetricsListen != "" {
@@ -129,19 +138,36 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 }
 
 // buildAPI registers every interface on one router.
-func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, guard *api.Guard, log *slog.Logger) (http.Handler, error) {
+// Closers it returns release what the interfaces hold (p2p connections, workers).
+func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, guard *api.Guard, log *slog.Logger) (_ http.Handler, closers []func(), _ error) {
 	network, err := api.LoadNetwork(ctx, db, cfg.NetworkName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pager, err := api.LoadPager(ctx, db)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux := api.NewMux(log)
 	guard.Install(mux)
 	icm.Register(mux, icm.Deps{DB: db, Network: network, Pager: pager, Log: log})
-	return mux, nil
+	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
+		Node: primarydata.NewRPCNodeView(set.Node, 0)})
+	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
+
+	agg, err := warpindex.NewAggregator(ctx, warpindex.AggregatorConfig{
+		DB: db, NetworkID: network.ID, Node: set.Node,
+		TLSKeyFile: cfg.WarpStakingKey, TLSCertFile: cfg.WarpStakingCert, Log: log,
+	})
+	if err != nil {
+		// Warp needs the p2p network; the other interfaces do not. Its routes answer 503.
+		log.Warn("warp signature aggregation disabled", "err", err)
+		warpapi.Register(mux, warpapi.Deps{Network: network, Log: log})
+	} else {
+		closers = append(closers, func() { _ = agg.Close() })
+		warpapi.Register(mux, warpapi.Deps{Aggregator: agg, Network: network, Log: log})
+	}
+	return mux, closers, nil
 }
 
 // newGuard builds the API keys / rate limits / health guard from the config.

@@ -36,6 +36,8 @@ type Config struct {
 	TrustedProxies []string
 	CORSOrigins    []string
 	LagThreshold   int64
+	// WarpStakingKey/Cert give the Warp aggregator a stable node id (optional).
+	WarpStakingKey, WarpStakingCert string
 	// Upstream is the node asked for live-only fields (platform uptime/connected).
 	Upstream string
 }
@@ -80,6 +82,8 @@ func Register(fs *flag.FlagSet) *Config {
 	})
 	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
 	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
+	fs.StringVar(&c.WarpStakingKey, "warp-staking-key", "", "PEM staking key giving the Warp aggregator a stable node id (with --warp-staking-cert)")
+	fs.StringVar(&c.WarpStakingCert, "warp-staking-cert", "", "PEM staking certificate for --warp-staking-key")
 	fs.String("config", "", "optional YAML config file (keys are flag names)")
 	return c
 }

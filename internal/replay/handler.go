@@ -48,8 +48,12 @@ func NewHandler(rec *Recording) http.Handler {
 // arguments of the platform/avm/info APIs), otherwise a JSON-RPC error -32000
 // "replay: no recorded answer for <method> <params>".
 //
-// Unlike the node, the handler does not check the request's Content-Type.
+// Unlike the node, the handler does not check the request's Content-Type and
+// accepts a trailing slash on paths.
 func NewHandlerWithOptions(rec *Recording, opts Options) http.Handler {
+	if rec == nil {
+		return http.NotFoundHandler()
+	}
 	h := &handler{rec: rec, opts: opts, routes: make(map[string]*family)}
 	if h.opts.Node == "" {
 		h.opts.Node = rec.Network.RecordingNode

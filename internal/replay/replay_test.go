@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -529,6 +530,79 @@ func TestBlockchainIDPaths(t *testing.T) {
 				t.Fatalf("got %s want %s", body, want)
 			}
 		})
+	}
+}
+
+// TestAliasPaths: avalanchego serves each chain under aliases too; its own
+// platformvm client posts to /ext/P.
+func TestAliasPaths(t *testing.T) {
+	rec := devnet(t)
+	url := serve(t, NewHandler(rec))
+	p := find(t, rec, "/ext/bc/P", "platform.getHeight", "")
+	x := find(t, rec, "/ext/bc/X", "avm.getHeight", "")
+	c := find(t, rec, "/ext/bc/C/rpc", "eth_blockNumber", "")
+	v := find(t, rec, "/ext/bc/C/avax", "avax.noSuchMethod", "")
+	tests := []struct {
+		path string
+		e    *Exchange
+	}{
+		{"/ext/P", p}, {"/ext/platform", p}, {"/ext/bc/platform", p}, {"/ext/bc/P/", p},
+		{"/ext/X", x}, {"/ext/avm", x}, {"/ext/bc/avm", x},
+		{"/ext/C/rpc", c}, {"/ext/evm/rpc", c}, {"/ext/bc/evm/rpc", c},
+		{"/ext/C/avax", v}, {"/ext/bc/evm/avax", v},
+	}
+	for _, tt := range tests {
+		_, body := post(t, url+tt.path, request("5", tt.e.Method, tt.e.Params))
+		if want := string(tt.e.ResponseWithID(json.RawMessage("5"))) + "\n"; string(body) != want {
+			t.Errorf("%s: got %.200s want %.200s", tt.path, body, want)
+		}
+	}
+	for _, bad := range []string{"/ext/C", "/ext/bc/C", "/ext/bc/info", "/ext/Q", "/ext/bc/P/rpc"} {
+		if status, _ := post(t, url+bad, request("5", p.Method, p.Params)); status != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", bad, status)
+		}
+	}
+}
+
+// TestMutatedRequests throws damaged copies of recorded requests at the
+// handler (a cheap, uninstrumented fuzz): it must never panic and must answer
+// with valid JSON or nothing.
+func TestMutatedRequests(t *testing.T) {
+	rec := devnet(t)
+	h := NewHandler(rec)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var bodies []struct{ path, body string }
+	for i, e := range rec.Exchanges {
+		if i%3 == 0 && len(e.Params) < 2000 {
+			bodies = append(bodies, struct{ path, body string }{e.Endpoint, request(string(e.RecordedID()), e.Method, e.Params)})
+		}
+	}
+	junk := []string{"{", "}", "[", "]", ",", ":", `"`, "null", "0x", "-", "1e999", "\\u0000", "\xff", " "}
+	for i := 0; i < 4000; i++ {
+		b := []byte(bodies[rng.IntN(len(bodies))].body)
+		path := bodies[rng.IntN(len(bodies))].path
+		for n := 1 + rng.IntN(3); n > 0 && len(b) > 0; n-- {
+			at := rng.IntN(len(b))
+			switch rng.IntN(4) {
+			case 0:
+				b = b[:at]
+			case 1:
+				b[at] = byte(rng.IntN(256))
+			case 2:
+				b = append(b[:at], append([]byte(junk[rng.IntN(len(junk))]), b[at:]...)...)
+			case 3:
+				b = append([]byte("["), append(b, ']')...)
+			}
+		}
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1"+path, bytes.NewReader(b))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s %q: status %d", path, b, w.Code)
+		}
+		if w.Body.Len() > 0 && !json.Valid(w.Body.Bytes()) {
+			t.Fatalf("%s %q: invalid JSON answer %q", path, b, w.Body.String())
+		}
 	}
 }
 

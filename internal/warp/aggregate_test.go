@@ -10,7 +10,9 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow/validators"
+	"github.com/ava-labs/avalanchego/staking"
 	"github.com/ava-labs/avalanchego/utils/constants"
+	"github.com/ava-labs/avalanchego/utils/crypto/bls"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls/signer/localsigner"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 )
@@ -430,4 +432,102 @@ func TestDecodeRequest(t *testing.T) {
 	if p.quorum != 67 || p.buffer != 0 || p.pChainHeight != 12 || hex.EncodeToString(p.justification) != "02" {
 		t.Fatalf("parsed %+v", p)
 	}
+}
+
+func TestAggregateReasksForBadCachedSignature(t *testing.T) {
+	c := startCluster(t, fiveWeights, nil, testAggOpts{})
+	msg := c.message(t, "poisoned")
+	// A well-formed signature of validator 0 over another message.
+	wrong, err := c.vals[0].blsKey.Sign([]byte("something else"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := string(bls.PublicKeyToUncompressedBytes(c.vals[0].blsKey.PublicKey()))
+	c.agg.cache.Put(sigKey{msgID: msg.ID(), pk: pk}, wrong)
+
+	signed, err := c.agg.Aggregate(context.Background(), Request{Message: hexOf(msg), QuorumPercentage: num(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifySigned(t, signed, c.set, 100)
+	if n := c.vals[0].requests.Load(); n != 1 {
+		t.Fatalf("validator 0 asked %d times, want 1 after its cached signature failed", n)
+	}
+	if got, ok := c.agg.cache.Get(sigKey{msgID: msg.ID(), pk: pk}); !ok || got == wrong {
+		t.Fatal("bad cached signature was not replaced")
+	}
+}
+
+type staticPeers []Peer
+
+func (p staticPeers) Peers(context.Context) ([]Peer, error) { return p, nil }
+
+func TestAggregateFindsValidatorsThroughPeerLister(t *testing.T) {
+	// No bootstrappers: the validators' IPs come from the peer lister (the
+	// configured node's info.peers) once their subnet is asked for.
+	chainID, subnetID := ids.GenerateTestID(), ids.GenerateTestID()
+	var vals []*testValidator
+	for i := 0; i < 3; i++ {
+		vals = append(vals, startValidator(t, validatorOpts{chains: []ids.ID{chainID}}))
+	}
+	set := weighted(vals, []uint64{1, 1, 1})
+	sets := newMemValidatorSets(1)
+	sets.set(subnetID, 1, set)
+	sets.chains[chainID] = subnetID
+	agg := startAggregator(t, testAggOpts{sets: sets, peers: staticPeers(peersOf(vals)), connectWait: 5 * time.Second})
+	msg, err := warp.NewUnsignedMessage(testNetworkID, chainID, []byte("lister"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err := agg.Aggregate(context.Background(), Request{Message: hexOf(msg), QuorumPercentage: num(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifySigned(t, signed, set, 100)
+}
+
+func TestAggregateReconnects(t *testing.T) {
+	cert, err := staking.NewTLSCert()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := localsigner.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	chainID := ids.GenerateTestID()
+	first := startValidator(t, validatorOpts{tlsCert: cert, blsKey: key, chains: []ids.ID{chainID}})
+	c := &cluster{chainID: chainID, subnet: ids.GenerateTestID(), vals: []*testValidator{first}}
+	c.set = weighted(c.vals, []uint64{10})
+	c.sets = newMemValidatorSets(1)
+	c.sets.set(c.subnet, 1, c.set)
+	c.sets.chains[chainID] = c.subnet
+	c.agg = startAggregator(t, testAggOpts{sets: c.sets, bootstrap: []Peer{first.peer()}, connectWait: 5 * time.Second})
+	waitConnected(t, c.agg, []ids.NodeID{first.node.id})
+	if _, err := c.agg.Aggregate(context.Background(), Request{Message: hexOf(c.message(t, "before"))}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The validator goes away and comes back with the same identity and
+	// address; the network dials it again by itself.
+	if err := first.node.close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for c.agg.node.connected([]ids.NodeID{first.node.id}).Len() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("still connected to a closed validator")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	second := startValidator(t, validatorOpts{tlsCert: cert, blsKey: key, addr: first.addr.String(), chains: []ids.ID{chainID}})
+	if second.node.id != first.node.id {
+		t.Fatal("restarted validator has another node id")
+	}
+	waitConnected(t, c.agg, []ids.NodeID{second.node.id})
+	signed, err := c.agg.Aggregate(context.Background(), Request{Message: hexOf(c.message(t, "after"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifySigned(t, signed, c.set, 67)
 }

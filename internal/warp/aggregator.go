@@ -99,6 +99,7 @@ type Aggregator struct {
 	subnetMu sync.Mutex           // guards subnets
 	subnets  map[ids.ID]time.Time // tracked subnets -> last use
 
+	kick chan struct{} // asks keepWarm for an early refresh
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -168,6 +169,7 @@ func New(cfg Config) (*Aggregator, error) {
 		cache:   lru.NewCache[sigKey, *bls.Signature](cfg.SignatureCacheSize),
 		log:     cfg.Logger,
 		subnets: make(map[ids.ID]time.Time),
+		kick:    make(chan struct{}, 1),
 		stop:    cancel,
 		done:    make(chan struct{}),
 	}
@@ -428,56 +430,113 @@ func (in *inbox) drain() []result {
 	return out
 }
 
-var errBadSignature = errors.New("signature does not verify with the validator's BLS key")
-
 // collect gathers signatures until the signed weight reaches quorum+buffer,
 // every validator answered for good, or ctx ends. Cached signatures count
 // without a request.
 //
+// Signatures are checked in one batch: the aggregate signature against the
+// aggregate key of the signers (one pairing instead of one per validator).
+// Only when the batch fails is each one checked, and the bad ones dropped
+// (and evicted from the cache); collection then goes on. Cached signatures
+// are part of every batch, so the cache never vouches for a signature.
+//
 // Why not acp118.SignatureAggregator: it stops at the first threshold (no
 // buffer above the quorum), computes the threshold with a floor division
 // that can accept weight below the quorum warp verification requires, keeps
-// no per-validator signatures to cache, never retries, and its unbuffered
-// result channel blocks the response callbacks (on the peers' read
-// goroutines) once it has returned.
+// no per-validator signatures to cache, never retries, verifies every
+// signature on its own, and its unbuffered result channel blocks the
+// response callbacks (on the peers' read goroutines) once it has returned.
 func (a *Aggregator) collect(ctx context.Context, chain *chainNet, j job, vset validators.WarpSet) (map[int]*bls.Signature, uint64, error) {
 	msgBytes := j.msg.Bytes()
 	msgID := j.msg.ID()
 	target := j.quorum + j.buffer
+	key := func(i int) sigKey { return sigKey{msgID: msgID, pk: string(vset.Validators[i].PublicKeyBytes)} }
 
-	sigs := make(map[int]*bls.Signature)
-	var weight uint64
-	var nodes []*nodeState
+	g := &gathering{
+		a:       a,
+		chain:   chain,
+		vset:    vset,
+		target:  target,
+		sigs:    make(map[int]*bls.Signature),
+		byIndex: make(map[int][]*nodeState),
+		in:      &inbox{signal: make(chan struct{}, 1)},
+		start:   time.Now(),
+	}
+	fromCache := make(map[int]bool)
 	for i, v := range vset.Validators {
-		if sig, ok := a.cache.Get(sigKey{msgID: msgID, pk: string(v.PublicKeyBytes)}); ok {
-			sigs[i] = sig
-			weight += v.Weight
-			continue
+		if sig, ok := a.cache.Get(key(i)); ok {
+			g.sigs[i] = sig
+			g.weight += v.Weight
+			fromCache[i] = true
 		}
 		for _, nodeID := range v.NodeIDs {
-			nodes = append(nodes, &nodeState{nodeID: nodeID, v: i})
+			n := &nodeState{nodeID: nodeID, v: i}
+			g.nodes = append(g.nodes, n)
+			g.byIndex[i] = append(g.byIndex[i], n)
 		}
 	}
-	if meetsQuorum(weight, vset.TotalWeight, target) {
-		return sigs, weight, nil
-	}
-
-	reqBytes, err := proto.Marshal(&sdk.SignatureRequest{Message: msgBytes, Justification: j.justification})
-	if err != nil {
+	var err error
+	if g.reqBytes, err = proto.Marshal(&sdk.SignatureRequest{Message: msgBytes, Justification: j.justification}); err != nil {
 		return nil, 0, fmt.Errorf("warp: marshal signature request: %w", err)
 	}
-	in := &inbox{signal: make(chan struct{}, 1)}
-	start := time.Now()
-	outstanding := 0
+
+	for {
+		g.run(ctx)
+		bad := badSignatures(g.sigs, vset, msgBytes)
+		if len(bad) == 0 {
+			break
+		}
+		for _, i := range bad {
+			a.log.Debug("warp: dropping invalid signature", "nodes", vset.Validators[i].NodeIDs, "cached", fromCache[i])
+			a.cache.Evict(key(i))
+			delete(g.sigs, i)
+			g.weight -= vset.Validators[i].Weight
+			if fromCache[i] {
+				delete(fromCache, i) // ask the validator itself
+				continue
+			}
+			for _, n := range g.byIndex[i] {
+				n.done = true // a validator that signed wrongly is not asked again
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	for i, sig := range g.sigs {
+		a.cache.Put(key(i), sig)
+	}
+	return g.sigs, g.weight, nil
+}
+
+// gathering is the state of one aggregation's requests; only the collect
+// goroutine touches it.
+type gathering struct {
+	a        *Aggregator
+	chain    *chainNet
+	vset     validators.WarpSet
+	target   uint64
+	reqBytes []byte
+	sigs     map[int]*bls.Signature // not yet verified
+	weight   uint64
+	nodes    []*nodeState
+	byIndex  map[int][]*nodeState
+	in       *inbox
+	start    time.Time
+	inFlight int
+}
+
+// run sends requests and takes answers until the signatures' weight reaches
+// the target, every node answered for good, or ctx ends.
+func (g *gathering) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-
-	for !meetsQuorum(weight, vset.TotalWeight, target) {
+	for !meetsQuorum(g.weight, g.vset.TotalWeight, g.target) {
 		now := time.Now()
 		var wake time.Time
-		for _, n := range nodes {
-			if n.done || n.inFlight || sigs[n.v] != nil {
+		for _, n := range g.nodes {
+			if n.done || n.inFlight || g.sigs[n.v] != nil {
 				continue
 			}
 			if now.Before(n.retryAt) {
@@ -486,18 +545,16 @@ func (a *Aggregator) collect(ctx context.Context, chain *chainNet, j job, vset v
 				}
 				continue
 			}
-			v := vset.Validators[n.v]
-			key := sigKey{msgID: msgID, pk: string(v.PublicKeyBytes)}
 			n.inFlight = true
-			outstanding++
-			if err := chain.client.AppRequest(ctx, set.Of(n.nodeID), reqBytes, a.onResponse(in, n, v.PublicKey, key, msgBytes)); err != nil {
-				a.log.Warn("warp: send signature request", "node", n.nodeID, "error", err)
+			g.inFlight++
+			if err := g.chain.client.AppRequest(ctx, set.Of(n.nodeID), g.reqBytes, g.in.callback(n)); err != nil {
+				g.a.log.Warn("warp: send signature request", "node", n.nodeID, "error", err)
 				n.inFlight, n.done = false, true
-				outstanding--
+				g.inFlight--
 			}
 		}
-		if outstanding == 0 && wake.IsZero() {
-			break // every validator answered for good
+		if g.inFlight == 0 && wake.IsZero() {
+			return // every validator answered for good
 		}
 		var wakeC <-chan time.Time
 		if !wake.IsZero() {
@@ -506,27 +563,77 @@ func (a *Aggregator) collect(ctx context.Context, chain *chainNet, j job, vset v
 		}
 		select {
 		case <-ctx.Done():
-			return sigs, weight, nil
-		case <-in.signal:
+			return
+		case <-g.in.signal:
 		case <-wakeC:
 		}
 		timer.Stop()
-		for _, r := range in.drain() {
+		for _, r := range g.in.drain() {
 			n := r.node
 			n.inFlight = false
-			outstanding--
+			g.inFlight--
 			switch {
-			case sigs[n.v] != nil:
+			case g.sigs[n.v] != nil:
 				// another node of the same validator was faster
 			case r.sig != nil:
-				sigs[n.v] = r.sig
-				weight += vset.Validators[n.v].Weight
+				g.sigs[n.v] = r.sig
+				g.weight += g.vset.Validators[n.v].Weight
 			default:
-				a.afterFailure(n, r.err, start)
+				g.a.afterFailure(n, r.err, g.start)
 			}
 		}
 	}
-	return sigs, weight, nil
+}
+
+// callback parses a validator's answer on the peer's read goroutine. The
+// signature is verified later, in a batch.
+func (in *inbox) callback(n *nodeState) p2p.AppResponseCallback {
+	return func(_ context.Context, _ ids.NodeID, respBytes []byte, err error) {
+		if err != nil {
+			in.push(result{node: n, err: err})
+			return
+		}
+		sig, err := parseResponse(respBytes)
+		in.push(result{node: n, sig: sig, err: err})
+	}
+}
+
+func parseResponse(respBytes []byte) (*bls.Signature, error) {
+	var resp sdk.SignatureResponse
+	if err := proto.Unmarshal(respBytes, &resp); err != nil {
+		return nil, fmt.Errorf("malformed signature response: %w", err)
+	}
+	sig, err := bls.SignatureFromBytes(resp.Signature)
+	if err != nil {
+		return nil, fmt.Errorf("malformed signature: %w", err)
+	}
+	return sig, nil
+}
+
+// badSignatures returns the validators whose signature does not verify with
+// their key: none if the aggregate verifies against the aggregate key.
+func badSignatures(sigs map[int]*bls.Signature, vset validators.WarpSet, msgBytes []byte) []int {
+	if len(sigs) == 0 {
+		return nil
+	}
+	list := make([]*bls.Signature, 0, len(sigs))
+	pks := make([]*bls.PublicKey, 0, len(sigs))
+	for i, sig := range sigs {
+		list = append(list, sig)
+		pks = append(pks, vset.Validators[i].PublicKey)
+	}
+	aggSig, err1 := bls.AggregateSignatures(list)
+	aggPK, err2 := bls.AggregatePublicKeys(pks)
+	if err1 == nil && err2 == nil && bls.Verify(aggPK, aggSig, msgBytes) {
+		return nil
+	}
+	var bad []int
+	for i, sig := range sigs {
+		if !bls.Verify(vset.Validators[i].PublicKey, sig, msgBytes) {
+			bad = append(bad, i)
+		}
+	}
+	return bad
 }
 
 // afterFailure decides whether a node that did not sign is asked again.
@@ -563,39 +670,6 @@ func retryDelay(retry int) time.Duration {
 	return min(d, time.Second)
 }
 
-// onResponse verifies a validator's answer on the peer's goroutine and caches
-// good signatures, also those arriving after the aggregation finished.
-func (a *Aggregator) onResponse(in *inbox, n *nodeState, pk *bls.PublicKey, key sigKey, msgBytes []byte) p2p.AppResponseCallback {
-	return func(_ context.Context, _ ids.NodeID, respBytes []byte, err error) {
-		if err != nil {
-			in.push(result{node: n, err: err})
-			return
-		}
-		sig, err := verifyResponse(respBytes, pk, msgBytes)
-		if err != nil {
-			in.push(result{node: n, err: err})
-			return
-		}
-		a.cache.Put(key, sig)
-		in.push(result{node: n, sig: sig})
-	}
-}
-
-func verifyResponse(respBytes []byte, pk *bls.PublicKey, msgBytes []byte) (*bls.Signature, error) {
-	var resp sdk.SignatureResponse
-	if err := proto.Unmarshal(respBytes, &resp); err != nil {
-		return nil, fmt.Errorf("malformed signature response: %w", err)
-	}
-	sig, err := bls.SignatureFromBytes(resp.Signature)
-	if err != nil {
-		return nil, fmt.Errorf("malformed signature: %w", err)
-	}
-	if !bls.Verify(pk, sig, msgBytes) {
-		return nil, errBadSignature
-	}
-	return sig, nil
-}
-
 // track makes the network stay connected to subnetID's validators.
 func (a *Aggregator) track(subnetID ids.ID, vals []Validator) {
 	a.subnetMu.Lock()
@@ -628,6 +702,12 @@ func (a *Aggregator) track(subnetID ids.ID, vals []Validator) {
 	if err := syncManager(a.vdrs, subnetID, vals); err != nil {
 		a.log.Warn("warp: track validators", "subnet", subnetID, "error", err)
 	}
+	// Ask the peer lister for the new validators' IPs now rather than at
+	// the next tick; gossip alone may take a few seconds.
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
 }
 
 // keepWarm refreshes the tracked validator sets (and so the network's
@@ -643,6 +723,7 @@ func (a *Aggregator) keepWarm(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-a.kick:
 		}
 	}
 }

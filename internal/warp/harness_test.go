@@ -2,6 +2,7 @@ package warp
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -49,6 +50,10 @@ type validatorOpts struct {
 	// vdrs is the validator's own view of the validator set (for gossip);
 	// nil: empty, the validator only answers.
 	vdrs validators.Manager
+	// tlsCert and addr restart a validator with the same identity and
+	// address; nil / "": a new certificate on a free port.
+	tlsCert *tls.Certificate
+	addr    string
 }
 
 func (v *testValidator) peer() Peer { return Peer{NodeID: v.node.id, Addr: v.addr} }
@@ -71,12 +76,16 @@ func startValidator(t testing.TB, o validatorOpts) *testValidator {
 	if o.chains == nil {
 		o.chains = []ids.ID{ids.Empty}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if o.addr == "" {
+		o.addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node, err := newP2PNode(nodeConfig{
 		networkID:       testNetworkID,
+		tlsCert:         o.tlsCert,
 		blsKey:          o.blsKey,
 		listener:        ln,
 		vdrs:            o.vdrs,
@@ -236,6 +245,7 @@ type testAggOpts struct {
 	sets           *memValidatorSets
 	l1             *memL1Txs
 	bootstrap      []Peer
+	peers          PeerLister
 	requestTimeout time.Duration
 	connectWait    time.Duration
 	maxAttempts    int
@@ -252,6 +262,7 @@ func startAggregator(t testing.TB, o testAggOpts) *Aggregator {
 		ValidatorSets:      o.sets,
 		L1Txs:              o.l1,
 		Bootstrappers:      o.bootstrap,
+		Peers:              o.peers,
 		AllowPrivateIPs:    &allow,
 		RequestTimeout:     o.requestTimeout,
 		AggregationTimeout: 8 * time.Second,

@@ -2,6 +2,8 @@ package evm
 
 import (
 	"context"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +78,11 @@ func BenchmarkApply(b *testing.B) {
 			b.ReportMetric(float64(b.N)/secs, "blocks/s")
 			b.ReportMetric(float64(b.N)/cpu, "blocks/cpu-s")
 			b.ReportMetric(float64(bytes)/float64(b.N), "json_bytes/block")
+			if strings.HasPrefix(dsn, "sqlite:/") {
+				if fi, err := os.Stat(strings.TrimPrefix(dsn, "sqlite:")); err == nil {
+					b.ReportMetric(float64(fi.Size())/float64(b.N+1), "db_bytes/block")
+				}
+			}
 		})
 	}
 }

@@ -15,7 +15,8 @@ import (
 // answers eth_getBlockByNumber(n, true) and eth_getBlockReceipts(n): block 0
 // is an empty genesis, block 1 deploys the token contracts, and every later
 // block carries txPerBlock dynamic-fee txs: native transfers, ERC-20
-// transfers and mints, ERC-721 mints and transfers. Token and native
+// transfers and mints, ERC-721 mints and transfers, between Zipf-distributed
+// accounts (2,000) of Zipf-distributed tokens (20 ERC-20s). Token and native
 // movements are consistent (nobody spends what they do not have), so the
 // indexed balances are meaningful. Hashes, roots and signatures are random
 // bytes, not real keccak hashes or signatures. Used by BenchmarkApply and
@@ -37,8 +38,11 @@ type Generator struct {
 	// ERC-721 tokens minted so far: owner account index per (contract, id-1).
 	nftOwner [][]int
 
-	scratch []byte
-	word    big.Int
+	// Activity is skewed as on a real chain: a few hot accounts (routers,
+	// exchanges) and tokens take most of the traffic.
+	pickAccount *rand.Zipf
+	pickERC20   *rand.Zipf
+	word        big.Int
 }
 
 const (
@@ -76,6 +80,8 @@ func NewGenerator(seed int64, txPerBlock int) *Generator {
 		g.rng.Read(g.erc721s[i][:])
 	}
 	g.holdings = make([]uint64, genERC20s*genAccounts)
+	g.pickAccount = rand.NewZipf(g.rng, 1.1, 1, genAccounts-1)
+	g.pickERC20 = rand.NewZipf(g.rng, 1.5, 1, genERC20s-1)
 	g.nftOwner = make([][]int, genERC721s)
 	return g
 }
@@ -169,15 +175,15 @@ func (g *Generator) addrOf(i int) common.Address {
 func addrTopic(a common.Address) common.Hash { return common.BytesToHash(a[:]) }
 
 func (g *Generator) randomTx() genTx {
-	from := g.rng.Intn(len(g.accounts))
-	to := g.rng.Intn(len(g.accounts))
+	from := int(g.pickAccount.Uint64())
+	to := int(g.pickAccount.Uint64())
 	switch r := g.rng.Intn(10); {
 	case r < 3: // native transfer
 		dst := g.accounts[to]
 		v := new(big.Int).Mul(big.NewInt(g.rng.Int63n(1_000_000)+1), genUnit)
 		return g.tx(from, &dst, v, 21000, nil, nil, nil)
 	case r < 8: // ERC-20 transfer, or mint when the sender holds none
-		tok := g.rng.Intn(len(g.erc20s))
+		tok := int(g.pickERC20.Uint64())
 		contract := g.erc20s[tok]
 		h := &g.holdings[tok*len(g.accounts)+from]
 		input := make([]byte, 68)

@@ -112,9 +112,11 @@ type Indexer struct {
 	cfg Config
 	log *slog.Logger
 
-	mu  sync.Mutex
-	blk block
-	w   *writer
+	mu      sync.Mutex
+	blk     block
+	w       *writer
+	applied bool   // a block was applied since the caches were dropped
+	last    uint64 // its height
 }
 
 var _ ingest.Indexer = (*Indexer)(nil)
@@ -149,10 +151,25 @@ func (ix *Indexer) DerivedTables() []string {
 	}
 }
 
-// Apply indexes one block.
-func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) error {
+// Apply indexes one block. The indexer must be the only writer of its
+// chain's rows in the tables it derives: it caches current balances between
+// blocks. A height at or below the last one applied means the driver rolled
+// back and retries (or reindexes): the caches are dropped then, and after
+// any failed Apply.
+func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) (err error) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if ix.applied && rb.Height <= ix.last {
+		ix.w.dropCaches()
+	}
+	defer func() {
+		if err != nil {
+			ix.w.dropCaches()
+			ix.applied = false
+			return
+		}
+		ix.applied, ix.last = true, rb.Height
+	}()
 	b := &ix.blk
 	if err := b.parse(rb.Bytes); err != nil {
 		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)

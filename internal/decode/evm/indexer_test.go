@@ -82,14 +82,14 @@ func TestRecordedCChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		ingestAll(t, db, ix, blocks, 10)
-		checkRecordedChain(t, db, rec, work, net, atomicTouched(work), nil)
+		checkRecordedChain(t, db, rec, work, net, atomicTouched(work))
 	})
 }
 
 // checkRecordedChain compares the index of devnet-a's C-chain with the
 // recorded node answers. Native balances of addresses in skipNative are only
 // compared at block 0 (before any atomic tx).
-func checkRecordedChain(t *testing.T, db *store.DB, rec *recording, work []workloadTx, net networkFacts, skipNative map[string]bool, onlyNative []string) {
+func checkRecordedChain(t *testing.T, db *store.DB, rec *recording, work []workloadTx, net networkFacts, skipNative map[string]bool) {
 	ctx := context.Background()
 	t.Run("blocks", func(t *testing.T) { checkBlocks(t, ctx, db, rec, net) })
 	t.Run("workload_txs", func(t *testing.T) { checkWorkloadTxs(t, ctx, db, work) })

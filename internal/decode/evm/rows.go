@@ -103,13 +103,15 @@ func (s *insertSpec) query(rows int) string {
 // inQuery caches, per list length, a read of the current balances of the keys
 // a block touches in one statement: "prefix $2,$3,... suffix" for one key
 // column, or "prefix (c1 = $2 AND c2 = $3) OR (...) suffix" for composite
-// keys (SQLite plans row-value IN (VALUES ...) as a scan; an OR of equalities
-// is one index seek per key on both backends).
+// keys. SQLite plans row-value IN (VALUES ...) and "k = $1 AND (OR ...)" as a
+// scan of the chain; an OR of full-key equalities is one index seek per key
+// on both backends.
 type inQuery struct {
 	prefix string // ends just before the list, e.g. "... IN (" or "... AND ("
 	suffix string
 	first  int      // number of the first list parameter
 	cols   []string // composite key columns; nil for a single-column IN list
+	each   string   // prepended to every composite item, e.g. "chain_key = $1 AND "
 	width  int      // parameters per item
 
 	mu      sync.Mutex
@@ -149,6 +151,7 @@ func (q *inQuery) query(items int) string {
 			b.WriteString(" OR ")
 		}
 		b.WriteByte('(')
+		b.WriteString(q.each)
 		for c, col := range q.cols {
 			if c > 0 {
 				b.WriteString(" AND ")

@@ -2,10 +2,11 @@ package evm
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
-	"time"
 
 	"github.com/ava-labs/libevm/common"
 
@@ -51,9 +52,12 @@ var (
 		prefix: "SELECT address, balance FROM evm_native_balances WHERE chain_key = $1 AND address IN (",
 		suffix: ")", first: 2, width: 1,
 	}
+	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
+	selTokenOne  = "SELECT balance FROM evm_token_balances WHERE chain_key = $1 AND holder = $2 AND erc_type = $3" +
+		" AND token = $4 AND token_id = $5"
 	selToken = &inQuery{
-		prefix: "SELECT holder, erc_type, token, token_id, balance FROM evm_token_balances WHERE chain_key = $1 AND (",
-		suffix: ")", first: 2, width: 4, cols: []string{"holder", "erc_type", "token", "token_id"},
+		prefix: "SELECT holder, erc_type, token, token_id, balance FROM evm_token_balances WHERE ",
+		first:  2, width: 4, cols: []string{"holder", "erc_type", "token", "token_id"}, each: "chain_key = $1 AND ",
 	}
 )
 
@@ -106,13 +110,24 @@ type writer struct {
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
 	tokBal, tokHist, natBal, natHist rowSet
 
-	keysN    []common.Address
-	keysT    []tokenKey
-	strsT    map[tokenKeyStr]int
-	idxN     map[string]int
-	oldN     []*big.Int
-	oldT     []*big.Int
-	readArg  []any
+	keysN   []common.Address
+	keysT   []tokenKey
+	strsT   map[tokenKeyStr]int
+	idxN    map[string]int
+	oldN    []*big.Int
+	oldT    []*big.Int
+	readArg []any
+	// Write-through caches of what this chain's tables hold, so most blocks
+	// need no reads: current balances, contracts known to exist (with the erc
+	// type written), NFT ids known to exist. Valid only while every write to
+	// these tables goes through this writer and nothing is rolled back; the
+	// Indexer drops them when a height is applied again (a retry after a
+	// rollback, or a reindex) and after any failed Apply.
+	cacheN   map[common.Address]*big.Int
+	cacheT   map[tokenKey]*big.Int
+	knownC   map[common.Address]ercType
+	knownNFT map[nftKey]struct{}
+
 	nftPool  []*nftState
 	nnftPool int
 	conPool  []*contractState
@@ -128,6 +143,10 @@ func newWriter() *writer {
 		nfts:      make(map[nftKey]*nftState),
 		cons:      make(map[common.Address]*contractState),
 		strsT:     make(map[tokenKeyStr]int),
+		cacheN:    make(map[common.Address]*big.Int),
+		cacheT:    make(map[tokenKey]*big.Int),
+		knownC:    make(map[common.Address]ercType),
+		knownNFT:  make(map[nftKey]struct{}),
 		idxN:      make(map[string]int),
 		blocks:    rowSet{spec: insBlocks},
 		txs:       rowSet{spec: insTxs},
@@ -144,7 +163,31 @@ func newWriter() *writer {
 	}
 }
 
+// maxCached bounds each cache; a full cache is emptied (cheap, and the next
+// blocks refill it with the keys that are hot).
+const maxCached = 1 << 18
+
+// dropCaches forgets everything cached about the tables.
+func (w *writer) dropCaches() {
+	clear(w.cacheN)
+	clear(w.cacheT)
+	clear(w.knownC)
+	clear(w.knownNFT)
+}
+
 func (w *writer) begin(chain string, b *block, hash string) {
+	if len(w.cacheN) > maxCached {
+		clear(w.cacheN)
+	}
+	if len(w.cacheT) > maxCached {
+		clear(w.cacheT)
+	}
+	if len(w.knownC) > maxCached {
+		clear(w.knownC)
+	}
+	if len(w.knownNFT) > maxCached {
+		clear(w.knownNFT)
+	}
 	w.chain, w.b, w.hash, w.time = chain, b, hash, int64(b.timestamp)
 	clear(w.addrs)
 	clear(w.natives)
@@ -446,6 +489,10 @@ func (w *writer) buildContracts() {
 	b := w.b
 	for _, a := range w.conOrd {
 		c := w.cons[a]
+		if known, ok := w.knownC[a]; ok && (known != ercNone || c.erc == ercNone) {
+			continue // the row exists and this block adds nothing to it
+		}
+		w.knownC[a] = c.erc
 		t := &b.txs[c.tx]
 		ercBlock := int64(-1)
 		if c.erc != ercNone {
@@ -463,113 +510,193 @@ func (w *writer) buildNFTs(num int64) {
 		if s.typ == erc721 && s.moved {
 			owner = w.addr(s.owner)
 			w.nftHist.args = append(w.nftHist.args, w.chain, w.addr(k.token), k.id, num, owner)
+		} else if _, ok := w.knownNFT[k]; ok {
+			continue // an ERC-1155 id already recorded
 		}
+		w.knownNFT[k] = struct{}{}
 		w.nftRows.args = append(w.nftRows.args, w.chain, w.addr(k.token), k.id, s.typ.String(), owner, num, num)
 	}
 }
 
 // write runs the block's statements: a handful per block whatever its size.
-var Timings = map[string]time.Duration{}
-
 func (w *writer) write(ctx context.Context, tx *store.Tx) error {
-	t0 := time.Now()
 	if err := w.balances(ctx, tx); err != nil {
 		return err
 	}
-	Timings["balances(read)"] += time.Since(t0)
 	for _, r := range []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
 		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
-		t0 := time.Now()
 		if err := r.flush(ctx, tx); err != nil {
 			return err
 		}
-		Timings[r.spec.table] += time.Since(t0)
 	}
 	return nil
 }
 
-// balances reads the current balances of the touched keys (one statement per
-// kind), adds the block's deltas and queues the current and history rows.
+// balances adds the block's deltas to the current balances (cached, or read
+// for the keys not cached) and queues the current and history rows.
 func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 	num := i64(w.b.number)
 
 	// Native.
 	w.keysN = w.keysN[:0]
+	clear(w.idxN)
+	w.oldN = w.oldN[:0]
 	for a, d := range w.natives {
-		if d.Sign() != 0 {
-			w.keysN = append(w.keysN, a)
+		if d.Sign() == 0 {
+			continue
 		}
+		if old, ok := w.cacheN[a]; ok {
+			d.Add(d, old)
+			old.Set(d)
+			w.queueNative(a, d, num)
+			continue
+		}
+		w.idxN[w.addr(a)] = len(w.keysN)
+		w.keysN = append(w.keysN, a)
+		w.oldN = append(w.oldN, nil)
 	}
-	if n := len(w.keysN); n > 0 {
-		clear(w.idxN)
-		w.oldN = w.oldN[:0]
-		for i, a := range w.keysN {
-			w.idxN[w.addr(a)] = i
-			w.oldN = append(w.oldN, nil)
+	if err := w.readNatives(ctx, tx); err != nil {
+		return err
+	}
+	for i, a := range w.keysN {
+		bal := w.natives[a]
+		if old := w.oldN[i]; old != nil {
+			bal.Add(bal, old)
 		}
-		per := selNative.chunk()
-		for i := 0; i < n; i += per {
-			k := min(per, n-i)
-			args := append(w.readArg[:0], w.chain)
-			for _, a := range w.keysN[i : i+k] {
-				args = append(args, w.addr(a))
-			}
-			w.readArg = args
-			if err := w.readNative(ctx, tx, selNative.query(k), args); err != nil {
-				return err
-			}
-		}
-		for i, a := range w.keysN {
-			bal := w.natives[a]
-			if old := w.oldN[i]; old != nil {
-				bal.Add(bal, old)
-			}
-			s := decimal(bal)
-			as := w.addr(a)
-			w.natBal.args = append(w.natBal.args, w.chain, as, s, num)
-			w.natHist.args = append(w.natHist.args, w.chain, as, num, s)
-		}
+		w.cacheN[a] = new(big.Int).Set(bal)
+		w.queueNative(a, bal, num)
 	}
 
 	// Tokens.
 	w.keysT = w.keysT[:0]
+	clear(w.strsT)
+	w.oldT = w.oldT[:0]
 	for k, d := range w.tokens {
-		if d.Sign() != 0 {
-			w.keysT = append(w.keysT, k)
+		if d.Sign() == 0 {
+			continue
 		}
+		if old, ok := w.cacheT[k]; ok {
+			d.Add(d, old)
+			old.Set(d)
+			w.queueToken(k, d, num)
+			continue
+		}
+		w.strsT[tokenKeyStr{w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id}] = len(w.keysT)
+		w.keysT = append(w.keysT, k)
+		w.oldT = append(w.oldT, nil)
 	}
-	if n := len(w.keysT); n > 0 {
-		clear(w.strsT)
-		w.oldT = w.oldT[:0]
-		for i, k := range w.keysT {
-			w.strsT[tokenKeyStr{w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id}] = i
-			w.oldT = append(w.oldT, nil)
-		}
-		per := selToken.chunk()
-		for i := 0; i < n; i += per {
-			k := min(per, n-i)
-			args := append(w.readArg[:0], w.chain)
-			for _, key := range w.keysT[i : i+k] {
-				args = append(args, w.addr(key.holder), key.typ.String(), w.addr(key.token), key.id)
-			}
-			w.readArg = args
-			if err := w.readTokens(ctx, tx, selToken.query(k), args); err != nil {
-				return err
-			}
-		}
-		for i, k := range w.keysT {
-			bal := w.tokens[k]
-			if old := w.oldT[i]; old != nil {
-				bal.Add(bal, old)
-			}
-			s := decimal(bal)
-			h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
-			w.tokBal.args = append(w.tokBal.args, w.chain, h, typ, t, k.id, s, num)
-			w.tokHist.args = append(w.tokHist.args, w.chain, h, typ, t, k.id, num, s)
-		}
+	if err := w.readTokenBalances(ctx, tx); err != nil {
+		return err
 	}
-	clear(w.readArg)
+	for i, k := range w.keysT {
+		bal := w.tokens[k]
+		if old := w.oldT[i]; old != nil {
+			bal.Add(bal, old)
+		}
+		w.cacheT[k] = new(big.Int).Set(bal)
+		w.queueToken(k, bal, num)
+	}
 	return nil
+}
+
+// readNatives fills oldN with the stored balances of keysN (nil: none).
+// SQLite runs in-process, so point reads on one prepared statement beat
+// planning a statement per key count; PostgreSQL gets one round trip.
+func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
+	n := len(w.keysN)
+	if n == 0 {
+		return nil
+	}
+	if tx.Dialect() == store.SQLite {
+		for i, a := range w.keysN {
+			var s string
+			err := tx.QueryRow(ctx, selNativeOne, w.chain, w.addr(a)).Scan(&s)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("evm: read native balance: %w", err)
+			}
+			if w.oldN[i], err = w.parseBalance(s); err != nil {
+				return fmt.Errorf("evm: native balance of %s: %w", a.Hex(), err)
+			}
+		}
+		return nil
+	}
+	defer clear(w.readArg)
+	per := selNative.chunk()
+	for i := 0; i < n; i += per {
+		k := min(per, n-i)
+		args := append(w.readArg[:0], w.chain)
+		for _, a := range w.keysN[i : i+k] {
+			args = append(args, w.addr(a))
+		}
+		w.readArg = args
+		if err := w.readNative(ctx, tx, selNative.query(k), args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readTokenBalances fills oldT with the stored balances of keysT (nil: none).
+func (w *writer) readTokenBalances(ctx context.Context, tx *store.Tx) error {
+	n := len(w.keysT)
+	if n == 0 {
+		return nil
+	}
+	if tx.Dialect() == store.SQLite {
+		for i, k := range w.keysT {
+			var s string
+			err := tx.QueryRow(ctx, selTokenOne, w.chain, w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id).Scan(&s)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("evm: read token balance: %w", err)
+			}
+			if w.oldT[i], err = w.parseBalance(s); err != nil {
+				return fmt.Errorf("evm: balance of %s in %s: %w", k.holder.Hex(), k.token.Hex(), err)
+			}
+		}
+		return nil
+	}
+	defer clear(w.readArg)
+	per := selToken.chunk()
+	for i := 0; i < n; i += per {
+		k := min(per, n-i)
+		args := append(w.readArg[:0], w.chain)
+		for _, key := range w.keysT[i : i+k] {
+			args = append(args, w.addr(key.holder), key.typ.String(), w.addr(key.token), key.id)
+		}
+		w.readArg = args
+		if err := w.readTokens(ctx, tx, selToken.query(k), args); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *writer) parseBalance(s string) (*big.Int, error) {
+	v := w.newBig()
+	if _, ok := v.SetString(s, 10); !ok {
+		return nil, fmt.Errorf("stored balance %q is not a decimal", s)
+	}
+	return v, nil
+}
+
+func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
+	s := decimal(bal)
+	as := w.addr(a)
+	w.natBal.args = append(w.natBal.args, w.chain, as, s, num)
+	w.natHist.args = append(w.natHist.args, w.chain, as, num, s)
+}
+
+func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
+	s := decimal(bal)
+	h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
+	w.tokBal.args = append(w.tokBal.args, w.chain, h, typ, t, k.id, s, num)
+	w.tokHist.args = append(w.tokHist.args, w.chain, h, typ, t, k.id, num, s)
 }
 
 func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args []any) error {

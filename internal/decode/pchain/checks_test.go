@@ -11,13 +11,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
+	"github.com/ava-labs/avalanchego/vms/platformvm/block"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
+
+	avagenesis "github.com/ava-labs/avalanchego/genesis"
+	txfee "github.com/ava-labs/avalanchego/vms/platformvm/txs/fee"
+
+	"github.com/permafrost-dev/permafrost/internal/ingest"
 )
 
 // blocksAndTxs: every block row and every tx of network.json, with its type.
@@ -431,6 +438,43 @@ func (c *checker) validatorsAt(t *testing.T) {
 	}
 	if n != 24 {
 		t.Errorf("compared %d getValidatorsAt answers, want 24", n)
+	}
+	// Heights the recording has no answer for, by avalanchego's rules: the
+	// disabled L1 validator (26-27) counts under the empty node ID without a
+	// key until its removal (28); a staker leaves the set at the option block
+	// after its RewardValidatorTx (alpha's delegator: proposal 30, commit 31).
+	l1B, err := ids.FromString(c.net.Subnets["B"].SubnetID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		subnet ids.ID
+		height uint64
+		want   string
+	}{
+		{l1B, 25, "NodeID-4itKch76Cf9dEXoxqj9uySgx2ViJ9Scd3/1000000 NodeID-9yFasPCjysZZwCD1a4cRjDEQ7k8Ap6hfS/150000 NodeID-EaMbg8yVmh47Fmg6kdadKmt7GPu66Hg7o/1000000"},
+		{l1B, 26, "NodeID-111111111111111111116DBWJs/150000/nokey NodeID-4itKch76Cf9dEXoxqj9uySgx2ViJ9Scd3/1000000 NodeID-EaMbg8yVmh47Fmg6kdadKmt7GPu66Hg7o/1000000"},
+		{l1B, 27, "NodeID-111111111111111111116DBWJs/150000/nokey NodeID-4itKch76Cf9dEXoxqj9uySgx2ViJ9Scd3/1000000 NodeID-EaMbg8yVmh47Fmg6kdadKmt7GPu66Hg7o/1000000"},
+		{l1B, 28, "NodeID-4itKch76Cf9dEXoxqj9uySgx2ViJ9Scd3/1000000 NodeID-EaMbg8yVmh47Fmg6kdadKmt7GPu66Hg7o/1000000"},
+		{constants.PrimaryNetworkID, 30, "NodeID-CrBQdH8TmrExZoD5KT2ZSaE1J3PzvrjKV/2300000000000 NodeID-G7oukoeZdnw9yNpwJBgso24HiJntdGXZP/1000000000000000 NodeID-J8u5V9afjBJZah9aYANnYTsdQZSoADEDC/2500000000000 NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8/1000000000000000"},
+		{constants.PrimaryNetworkID, 31, "NodeID-CrBQdH8TmrExZoD5KT2ZSaE1J3PzvrjKV/2300000000000 NodeID-G7oukoeZdnw9yNpwJBgso24HiJntdGXZP/1000000000000000 NodeID-J8u5V9afjBJZah9aYANnYTsdQZSoADEDC/2000000000000 NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8/1000000000000000"},
+		{constants.PrimaryNetworkID, 37, "NodeID-G7oukoeZdnw9yNpwJBgso24HiJntdGXZP/1000000000000000 NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8/1000000000000000"},
+	} {
+		set, err := ValidatorSetAt(c.ctx, c.db, tc.subnet, tc.height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, v := range set {
+			s := fmt.Sprintf("%s/%d", v.NodeID, v.Weight)
+			if v.PublicKey == nil {
+				s += "/nokey"
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("set of %s at %d:\n got %s\nwant %s", tc.subnet, tc.height, strings.Join(got, " "), tc.want)
+		}
 	}
 	for _, x := range c.rec.byMethod("platform.getAllValidatorsAt") {
 		var p struct {
@@ -1048,3 +1092,201 @@ func (c *checker) credentialsAndLinks(t *testing.T) {
 
 // sp joins values with spaces (fmt.Sprint omits them between strings).
 func sp(v ...any) string { return strings.TrimSuffix(fmt.Sprintln(v...), "\n") }
+
+// fees: the burned amount (inputs - outputs - stake - L1 balances) of each
+// fee-paying tx is twice its ACP-103 gas: the price stayed at the 1 nAVAX
+// minimum and the workload's wallet pays twice the current price. Block gas
+// sums match.
+func (c *checker) fees(t *testing.T) {
+	weights := avagenesis.GetTxFeeConfig(88888).DynamicFeeConfig.Weights
+	rows, err := c.db.QueryContext(c.ctx, `SELECT x.tx_id, x.height, x.tx_type, x.tx_bytes, p.burned FROM px_txs x
+		JOIN p_txs p ON p.tx_id = x.tx_id WHERE x.chain_key = 'P' AND x.height > 0`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		id, typ, burned string
+		height          int64
+		raw             []byte
+	}
+	var list []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.height, &r.typ, &r.raw, &r.burned); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, r)
+	}
+	rows.Close()
+	perBlock := map[int64]uint64{}
+	for _, r := range list {
+		stx, err := txs.Parse(txs.Codec, r.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint64(0)
+		if r.typ != "RewardValidatorTx" {
+			cx, err := txfee.TxComplexity(stx.Unsigned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := cx.ToGas(weights)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = 2 * uint64(g)
+			perBlock[r.height] += uint64(g)
+		}
+		if got := mustUint(t, r.burned); got != want {
+			t.Errorf("tx %s (%s) burned %d, want %d", r.id, r.typ, got, want)
+		}
+	}
+	for h := int64(1); h <= 41; h++ {
+		st, err := StateAt(c.ctx, c.db, uint64(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.GasConsumed != perBlock[h] || st.Burned != 2*perBlock[h] {
+			t.Errorf("block %d gas %d burned %d, want %d", h, st.GasConsumed, st.Burned, perBlock[h])
+		}
+	}
+}
+
+// atomics: exported outputs are keyed to their destination chain, imported
+// inputs are consumed by the import (their creation is the X/C indexer's).
+func (c *checker) atomics(t *testing.T) {
+	rows, err := c.db.QueryContext(c.ctx, `SELECT x.tx_id, x.tx_type, x.source_chain, x.destination_chain FROM px_txs x
+		WHERE x.chain_key = 'P' AND x.tx_type IN ('ImportTx', 'ExportTx')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ id, typ, src, dst string }
+	var list []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.id, &r.typ, &r.src, &r.dst); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, r)
+	}
+	rows.Close()
+	if len(list) != 5 {
+		t.Fatalf("%d atomic txs, want 5", len(list))
+	}
+	keys := map[string]string{"NhDDVSn1E1se1v39FfQVwpd74ivs3gPmvhaUX6x78uide8Z3m": "X", "RiAQoU1j1pwbZcr8jhc646GwJeFCaBUjbWK2oVvzfrHtjJRUi": "C"}
+	for _, r := range list {
+		var n int
+		if r.typ == "ExportTx" {
+			if err := c.db.QueryRowContext(c.ctx, `SELECT COUNT(*) FROM utxos WHERE tx_id = $1 AND created_chain = 'P' AND chain_key = $2`,
+				r.id, keys[r.dst]).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if err := c.db.QueryRowContext(c.ctx, `SELECT COUNT(*) FROM utxos WHERE consumed_tx = $1 AND chain_key = 'P'
+				AND consumed_chain = 'P' AND tx_id <> $1`, r.id).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if keys[r.src] == "" {
+				t.Errorf("import %s from unknown chain %s", r.id, r.src)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s %s: no atomic utxo rows", r.typ, r.id)
+		}
+	}
+}
+
+// extension appends synthetic blocks to the indexed chain: a standard block
+// whose RegisterL1ValidatorTx carries an unparseable Warp message (stored as
+// UNKNOWN, the block's other tx still indexed), then bytes the codec rejects
+// (an UNKNOWN block). Nothing is dropped; the chain keeps going.
+func (c *checker) extension(t *testing.T, ix *Indexer) {
+	tip, err := StateAt(c.ctx, c.db, 41)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &txs.Tx{Unsigned: &txs.RegisterL1ValidatorTx{
+		BaseTx:  txs.BaseTx{BaseTx: avax.BaseTx{NetworkID: 88888, BlockchainID: constants.PlatformChainID}},
+		Message: []byte{0xde, 0xad, 0xbe, 0xef},
+	}}
+	good := &txs.Tx{Unsigned: &txs.BaseTx{BaseTx: avax.BaseTx{NetworkID: 88888, BlockchainID: constants.PlatformChainID,
+		Memo: []byte("hi")}}}
+	for _, stx := range []*txs.Tx{bad, good} {
+		if err := stx.Initialize(txs.Codec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	blk, err := block.NewBanffStandardBlock(time.Unix(tip.Time+2, 0), tip.BlockID, 42, []*txs.Tx{bad, good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := append([]byte{0, 0, 0xff, 0xff}, blk.Bytes()[4:]...)
+
+	// Out of order and wrong parent are refused.
+	apply := func(b ingest.RawBlock) error {
+		tx, err := c.db.Begin(c.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := ix.Apply(c.ctx, tx, b); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	if err := apply(ingest.RawBlock{Height: 43, Bytes: blk.Bytes()}); err == nil {
+		t.Error("block with a height other than its own: want error")
+	}
+	other, err := block.NewBanffStandardBlock(time.Unix(tip.Time+2, 0), ids.GenerateTestID(), 42, []*txs.Tx{good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(ingest.RawBlock{Height: 42, Bytes: other.Bytes()}); err == nil {
+		t.Error("block with an unknown parent: want error")
+	}
+	if err := apply(ingest.RawBlock{Height: 42, Hash: ids.GenerateTestID().String(), Bytes: blk.Bytes()}); err == nil {
+		t.Error("block whose hash differs from the source's: want error")
+	}
+
+	if err := apply(ingest.RawBlock{Height: 42, Hash: blk.ID().String(), Bytes: blk.Bytes()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(ingest.RawBlock{Height: 43, Bytes: junk}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		bad.ID().String():              "UNKNOWN/42/",
+		good.ID().String():             "BaseTx/42/0x6869",
+		ids.ID(hash256(junk)).String(): "UNKNOWN/43/",
+	} {
+		var typ, memo string
+		var h int64
+		var raw []byte
+		if err := c.db.QueryRowContext(c.ctx, `SELECT tx_type, height, memo, tx_bytes FROM px_txs WHERE tx_id = $1`, id).
+			Scan(&typ, &h, &memo, &raw); err != nil {
+			t.Fatalf("tx %s: %v", id, err)
+		}
+		if got := fmt.Sprintf("%s/%d/%s", typ, h, memo); got != want || len(raw) == 0 {
+			t.Errorf("tx %s = %s (%d bytes), want %s", id, got, len(raw), want)
+		}
+	}
+	var typ string
+	if err := c.db.QueryRowContext(c.ctx, `SELECT block_type FROM px_blocks WHERE chain_key = 'P' AND height = 43`).Scan(&typ); err != nil || typ != "UNKNOWN" {
+		t.Errorf("block 43 type %q (%v), want UNKNOWN", typ, err)
+	}
+	// State carries over the unknown block.
+	st, err := StateAt(c.ctx, c.db, 43)
+	if err != nil || st.CurrentSupply != tip.CurrentSupply || st.Time != tip.Time+2 {
+		t.Errorf("state after unknown block = %+v (%v)", st, err)
+	}
+}
+
+// derivedTables: every table DerivedTables names exists.
+func (c *checker) derivedTables(t *testing.T, ix *Indexer) {
+	for _, table := range ix.DerivedTables() {
+		var n int
+		if err := c.db.QueryRowContext(c.ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+			t.Errorf("table %s: %v", table, err)
+		}
+	}
+}

@@ -66,15 +66,20 @@ func (e *executor) run() error {
 
 // finish records the fee burned and the tx's asset and address links.
 func (e *executor) finish() error {
-	var outAVAX uint64
+	// Fee = AVAX in - AVAX out (outputs, stake, exports) - L1 balances.
+	spent := e.locked
 	for _, out := range e.info.outs {
-		if out.AssetID() == e.ix.avax {
-			outAVAX += out.Out.Amount()
+		if out.AssetID() != e.ix.avax {
+			continue
+		}
+		var err error
+		if spent, err = math.Add(spent, out.Out.Amount()); err != nil {
+			return fmt.Errorf("pchain: tx %s outputs overflow", e.id)
 		}
 	}
 	burned := uint64(0)
-	if e.inAVAX >= outAVAX+e.locked {
-		burned = e.inAVAX - outAVAX - e.locked
+	if e.inAVAX >= spent {
+		burned = e.inAVAX - spent
 	}
 	e.bc.burned += burned
 	if _, err := e.db.Exec(e.ctx, `UPDATE p_txs SET burned = $1 WHERE tx_id = $2`, primary.PadAmount(burned), e.id.String()); err != nil {

@@ -135,7 +135,8 @@ func (ix *Indexer) chainKey(id ids.ID) string {
 }
 
 // DerivedTables lists the tables Apply writes. The shared primary-network
-// tables (utxos, px_*) also hold X/C rows: clear them by chain_key = 'P'.
+// tables (utxos, utxo_addresses, px_*) also hold X and C-atomic rows, so
+// clearing them means replaying those chains too (as ingest.Reindex does).
 func (*Indexer) DerivedTables() []string {
 	return []string{
 		"p_block_state", "p_txs", "p_stakers", "p_validator_set", "p_subnets", "p_subnet_owners",
@@ -373,7 +374,7 @@ func (ix *Indexer) applyUndecodable(ctx context.Context, tx *store.Tx, b ingest.
 		return err
 	}
 	parent := prevID.String()
-	if ts == 0 {
+	if ts <= 0 {
 		ts = st.Time
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,

@@ -133,14 +133,18 @@ type txRow struct {
 	info         *txInfo
 }
 
-// insertTxRow writes px_txs and p_txs for a tx.
+// insertTxRow writes px_txs and p_txs for a tx. A proposal tx can be
+// accepted again with the same bytes after an abort (e.g. an AdvanceTimeTx
+// re-proposed): the later block wins, as the node's tx index does.
 func insertTxRow(ctx context.Context, tx *store.Tx, r txRow) error {
 	if r.creds == "" {
 		r.creds = "[]"
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO px_txs (tx_id, chain_key, height, tx_index, block_id, timestamp, tx_type, memo,
 		source_chain, destination_chain, credentials, tx_bytes, reward_staker_tx)
-		VALUES ($1,'P',$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)`,
+		VALUES ($1,'P',$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12)
+		ON CONFLICT (tx_id) DO UPDATE SET height = excluded.height, tx_index = excluded.tx_index,
+		block_id = excluded.block_id, timestamp = excluded.timestamp, rewarded = FALSE`,
 		r.id, int64(r.height), r.index, r.blockID, r.time, r.typ, r.memo, r.source, r.dest, r.creds, r.bytes, r.rewardStaker); err != nil {
 		return fmt.Errorf("pchain: insert tx %s: %w", r.id, err)
 	}
@@ -167,7 +171,9 @@ func insertTxRow(ctx context.Context, tx *store.Tx, r txRow) error {
 		decided = -1
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO p_txs (tx_id, height, status, decided_height, burned, subnet_id, node_id,
-		validation_id, blockchain_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
+		validation_id, blockchain_id) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)
+		ON CONFLICT (tx_id) DO UPDATE SET height = excluded.height, status = excluded.status,
+		decided_height = excluded.decided_height, burned = excluded.burned`,
 		r.id, int64(r.height), r.status, decided, primary.PadAmount(0), subnet, node, validation, chain); err != nil {
 		return fmt.Errorf("pchain: insert p tx %s: %w", r.id, err)
 	}

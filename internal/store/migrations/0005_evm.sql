@@ -3,6 +3,8 @@
 -- Hashes and addresses: 0x-lowercase hex TEXT. uint256 amounts, gas prices, token ids
 -- and balances: decimal TEXT (math/big in Go). Lists are served newest first by
 -- keyset pagination on (block_number, tx_index / log_index, batch_index) DESC.
+-- Tables written per tx/log/balance change are WITHOUT ROWID on SQLite: the rows
+-- live in their primary-key b-tree, one b-tree fewer to update per row.
 
 CREATE TABLE IF NOT EXISTS evm_blocks (
     chain_key          TEXT NOT NULL,
@@ -53,7 +55,7 @@ CREATE TABLE IF NOT EXISTS evm_txs (
     contract_address   TEXT NOT NULL DEFAULT '',  -- receipt contractAddress of a creation
     log_count          INTEGER NOT NULL,
     PRIMARY KEY (chain_key, block_number, tx_index)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS evm_txs_hash ON evm_txs (chain_key, hash);
 
 -- transactions:listNative: one row per (address, tx) for the sender, the recipient and
@@ -64,7 +66,7 @@ CREATE TABLE IF NOT EXISTS evm_address_txs (
     block_number  BIGINT NOT NULL,
     tx_index      INTEGER NOT NULL,
     PRIMARY KEY (chain_key, address, block_number, tx_index)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS evm_logs (
     chain_key     TEXT NOT NULL,
@@ -80,7 +82,7 @@ CREATE TABLE IF NOT EXISTS evm_logs (
     topic3        TEXT NOT NULL,
     data          BLOB NOT NULL,
     PRIMARY KEY (chain_key, block_number, log_index)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS evm_logs_address ON evm_logs (chain_key, address, block_number, log_index);
 
 -- ERC-20/721/1155 transfers decoded from logs; a TransferBatch gives one row per id
@@ -101,7 +103,7 @@ CREATE TABLE IF NOT EXISTS evm_transfers (
     token_id      TEXT NOT NULL DEFAULT '',       -- decimal; '' for ERC-20
     value         TEXT NOT NULL,                  -- decimal; 1 for ERC-721
     PRIMARY KEY (chain_key, block_number, log_index, batch_index)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS evm_transfers_token ON evm_transfers (chain_key, token, block_number, log_index, batch_index);
 CREATE INDEX IF NOT EXISTS evm_transfers_from ON evm_transfers (chain_key, from_addr, block_number, log_index, batch_index);
 CREATE INDEX IF NOT EXISTS evm_transfers_to ON evm_transfers (chain_key, to_addr, block_number, log_index, batch_index);
@@ -159,7 +161,7 @@ CREATE TABLE IF NOT EXISTS evm_nft_owner_history (
     block_number  BIGINT NOT NULL,
     owner         TEXT NOT NULL,
     PRIMARY KEY (chain_key, token, token_id, block_number)
-);
+) WITHOUT ROWID;
 
 -- Token balances computed from transfers: ERC-20 (token_id ''), ERC-721 per-holder
 -- token counts (token_id ''), ERC-1155 per id. The zero address is not tracked.
@@ -172,7 +174,7 @@ CREATE TABLE IF NOT EXISTS evm_token_balances (
     balance       TEXT NOT NULL,                  -- decimal (negative only if the token's logs lie)
     block_number  BIGINT NOT NULL,                -- last change
     PRIMARY KEY (chain_key, holder, erc_type, token, token_id)
-);
+) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS evm_token_balances_token ON evm_token_balances (chain_key, token, erc_type, holder, token_id);
 
 CREATE TABLE IF NOT EXISTS evm_token_balance_history (
@@ -184,7 +186,7 @@ CREATE TABLE IF NOT EXISTS evm_token_balance_history (
     block_number  BIGINT NOT NULL,
     balance       TEXT NOT NULL,                  -- balance after this block
     PRIMARY KEY (chain_key, holder, erc_type, token, token_id, block_number)
-);
+) WITHOUT ROWID;
 
 -- Native balances computed from the index: genesis alloc, tx values and fees, the
 -- coinbase tip, atomic import/export effects. Internal value transfers (calls with
@@ -195,7 +197,7 @@ CREATE TABLE IF NOT EXISTS evm_native_balances (
     balance       TEXT NOT NULL,                  -- decimal wei
     block_number  BIGINT NOT NULL,                -- last change
     PRIMARY KEY (chain_key, address)
-);
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS evm_native_balance_history (
     chain_key     TEXT NOT NULL,
@@ -203,4 +205,4 @@ CREATE TABLE IF NOT EXISTS evm_native_balance_history (
     block_number  BIGINT NOT NULL,
     balance       TEXT NOT NULL,                  -- balance after this block
     PRIMARY KEY (chain_key, address, block_number)
-);
+) WITHOUT ROWID;

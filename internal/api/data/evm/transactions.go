@@ -1,0 +1,141 @@
+package evm
+
+import (
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/ava-labs/libevm/crypto"
+)
+
+// txCursor continues a native-transaction listing, newest first: the tip
+// bound of the first page and the last (block, tx index) returned.
+type txCursor struct {
+	Tip   int64 `json:"t"`
+	Block int64 `json:"b"`
+	Index int64 `json:"i"`
+}
+
+// knownMethods names the selectors of the standard token interfaces
+// (ERC-20, ERC-721, ERC-1155, WAVAX-style wrappers): the only calls the
+// index can name without a verified ABI.
+var knownMethods = func() map[string]string {
+	sigs := []string{
+		"transfer(address,uint256)", "approve(address,uint256)", "transferFrom(address,address,uint256)",
+		"increaseAllowance(address,uint256)", "decreaseAllowance(address,uint256)",
+		"mint(address,uint256)", "burn(uint256)", "burnFrom(address,uint256)",
+		"safeTransferFrom(address,address,uint256)", "safeTransferFrom(address,address,uint256,bytes)",
+		"setApprovalForAll(address,bool)", "safeMint(address,uint256)",
+		"safeTransferFrom(address,address,uint256,uint256,bytes)",
+		"safeBatchTransferFrom(address,address,uint256[],uint256[],bytes)",
+		"deposit()", "withdraw(uint256)",
+	}
+	m := make(map[string]string, len(sigs))
+	for _, s := range sigs {
+		m["0x"+hex.EncodeToString(crypto.Keccak256([]byte(s))[:4])] = s
+	}
+	return m
+}()
+
+// callType classifies a transaction: a creation has no recipient; a call
+// reaches an address the index knows as a contract (created by a
+// transaction, or seen emitting a log); anything else moves native value.
+// Code installed at genesis that never emitted a log is not known, so a
+// call to it is reported as a native transfer.
+func callType(to string, toIsContract bool) string {
+	switch {
+	case to == "":
+		return CallContractCreation
+	case toIsContract:
+		return CallContractCall
+	}
+	return CallNativeTransfer
+}
+
+func (h *handlers) listNative(r *http.Request) (any, error) {
+	q, err := h.begin(r, "address")
+	if err != nil {
+		return nil, err
+	}
+	const route = "evm.listNative"
+	lo, hi, empty := blockRange(q.p, q.tip)
+	limit := q.p.PageSize(defaultPageSize, 1, maxListPage)
+	key := filterKey(q)
+	var c txCursor
+	after := h.pageCursor(q.p, route, key, &c)
+	if after && (c.Tip < 0 || c.Tip > q.tip) {
+		q.p.Fail("pageToken is invalid")
+	}
+	if err := q.p.Err(); err != nil {
+		return nil, err
+	}
+	resp := ListNativeTransactionsResponse{Transactions: []NativeTransaction{}}
+	if !after {
+		c.Tip = q.tip
+	}
+	hi = min(hi, c.Tip)
+	if empty || lo > hi {
+		return resp, nil
+	}
+	vals := map[string]any{"chain": q.chain.Key, "addr": q.addr, "lo": lo, "hi": hi, "limit": limit + 1}
+	cond := " AND a.block_number <= @hi" // on later pages, the cursor (below hi) bounds the range
+	if after {
+		vals["b"], vals["i"] = c.Block, c.Index
+		cond = " AND (a.block_number, a.tx_index) < (@b, @i)"
+	}
+	rows, err := h.query(r.Context(), `SELECT a.block_number, a.tx_index, t.hash, t.block_hash, t.block_time,
+			t.from_addr, t.to_addr, t.value, t.gas_limit, t.gas_price, t.gas_used, t.nonce, t.tx_type, t.status,
+			t.method_id, t.contract_address, c.address, c.name, c.symbol, c.decimals
+		FROM evm_address_txs a
+		JOIN evm_txs t ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
+		LEFT JOIN evm_contracts c ON c.chain_key = t.chain_key AND c.address = t.to_addr
+		WHERE a.chain_key = @chain AND a.address = @addr AND a.block_number >= @lo`+cond+`
+		ORDER BY a.block_number DESC, a.tx_index DESC LIMIT @limit`, vals)
+	if err != nil {
+		return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
+	}
+	defer rows.Close()
+	var last txCursor
+	for rows.Next() {
+		if len(resp.Transactions) == limit {
+			resp.NextPageToken = h.d.Pager.Encode(route, key, txCursor{Tip: c.Tip, Block: last.Block, Index: last.Index})
+			break
+		}
+		var t NativeTransaction
+		var to, gasPrice, methodID, created string
+		var gasLimit, gasUsed, nonce, status int64
+		var contract, name, symbol sql.NullString
+		var decimals sql.NullInt64
+		if err := rows.Scan(&last.Block, &last.Index, &t.TxHash, &t.BlockHash, &t.BlockTimestamp,
+			&t.From.Address, &to, &t.Value, &gasLimit, &gasPrice, &gasUsed, &nonce, &t.TxType, &status,
+			&methodID, &created, &contract, &name, &symbol, &decimals); err != nil {
+			return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
+		}
+		t.BlockNumber = strconv.FormatInt(last.Block, 10)
+		t.BlockIndex = last.Index
+		t.ChainID = q.chain.EVMChainID
+		t.TxStatus = strconv.FormatInt(status, 10)
+		t.GasLimit, t.GasUsed, t.GasPrice = strconv.FormatInt(gasLimit, 10), strconv.FormatInt(gasUsed, 10), gasPrice
+		t.Nonce = strconv.FormatInt(nonce, 10)
+		t.Method = Method{CallType: callType(to, contract.Valid), MethodHash: methodID, MethodName: knownMethods[methodID]}
+		t.To.Address = to
+		if to == "" {
+			// A creation's recipient is the contract it created (the
+			// receipt's contractAddress).
+			t.To.Address = created
+		} else if contract.Valid {
+			t.To.Name, t.To.Symbol = name.String, symbol.String
+			if decimals.Valid {
+				d := int(decimals.Int64)
+				t.To.Decimals = &d
+			}
+		}
+		resp.Transactions = append(resp.Transactions, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
+	}
+	return resp, nil
+}

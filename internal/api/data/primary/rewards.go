@@ -1,0 +1,164 @@
+package primary
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+)
+
+// Currencies is the CurrencyCode enumeration.
+var Currencies = []string{"usd", "eur", "aud", "cad", "chf", "clp", "cny", "czk", "dkk", "gbp", "hkd", "huf", "jpy", "nzd"}
+
+// HistoricalReward is the OpenAPI HistoricalReward: one reward UTXO paid
+// to a staker. reward.historicalPrice is price enrichment, which this index
+// does not do, so it is left out (it is optional).
+type HistoricalReward struct {
+	Addresses      []string    `json:"addresses"`
+	TxHash         string      `json:"txHash"`
+	AmountStaked   string      `json:"amountStaked"`
+	NodeID         string      `json:"nodeId"`
+	StartTimestamp int64       `json:"startTimestamp"`
+	EndTimestamp   int64       `json:"endTimestamp"`
+	RewardType     string      `json:"rewardType"`
+	UtxoID         string      `json:"utxoId"`
+	OutputIndex    int64       `json:"outputIndex"`
+	Reward         AssetAmount `json:"reward"`
+	RewardTxHash   string      `json:"rewardTxHash"`
+}
+
+// ListRewardsResponse is ListHistoricalRewardsResponse.
+type ListRewardsResponse struct {
+	NextPageToken     string             `json:"nextPageToken,omitempty"`
+	HistoricalRewards []HistoricalReward `json:"historicalRewards"`
+}
+
+// rewardCursor is the last reward of a page, by (reward time, utxo id).
+type rewardCursor struct {
+	T  int64  `json:"t"`
+	ID string `json:"id"`
+}
+
+// nodeIDsParam reads a comma list of node ids (NodeID-...), normalised.
+func nodeIDsParam(p *api.Params, name string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range p.List(name) {
+		id, err := api.ParseNodeID(s)
+		if err != nil {
+			p.Fail("%s: %v", name, err)
+			continue
+		}
+		if v := id.String(); !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (h *handlers) listRewards(r *http.Request) (any, error) {
+	q, err := h.begin(r, false)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	addrs := h.addressesParam(p, "addresses")
+	nodes := nodeIDsParam(p, "nodeIds")
+	if strings.Trim(p.String("addresses"), ", ") == "" && strings.Trim(p.String("nodeIds"), ", ") == "" {
+		p.Fail("at least one of addresses or nodeIds is required")
+	}
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	order := sortOrder(p, "desc")
+	p.Enum("currency", "usd", Currencies...)
+	var cur rewardCursor
+	has, err := h.decodeCursor(q, routeRewards, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return nil, err
+	}
+	out := ListRewardsResponse{HistoricalRewards: []HistoricalReward{}}
+
+	var args []any
+	where := `u.reward_type <> '' AND u.created_chain = 'P'`
+	if len(addrs) > 0 {
+		where += ` AND u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = 'P' AND ua.address IN (` +
+			placeholders(len(args)+1, len(addrs)) + `))`
+		for _, a := range addrs {
+			args = append(args, a)
+		}
+	}
+	if len(nodes) > 0 {
+		where += ` AND s.node_id IN (` + placeholders(len(args)+1, len(nodes)) + `)`
+		for _, n := range nodes {
+			args = append(args, n)
+		}
+	}
+	cmp, dir := ">", "ASC"
+	if order == "desc" {
+		cmp, dir = "<", "DESC"
+	}
+	if has {
+		args = append(args, cur.T, cur.ID)
+		n := len(args)
+		where += fmt.Sprintf(` AND (u.created_time, u.utxo_id) %s ($%d, $%d)`, cmp, n-1, n)
+	}
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.utxo_id, u.created_time, u.output_index, u.asset_id, u.amount,
+		u.addresses, u.reward_type, s.tx_id, s.stake_amount, s.node_id, s.start_time, s.end_time, s.removal_tx_id
+		FROM utxos u JOIN p_stakers s ON s.tx_id = u.tx_id WHERE `+where+`
+		ORDER BY u.created_time `+dir+`, u.utxo_id `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list rewards: %w", err)
+	}
+	defer rows.Close()
+	var last rewardCursor
+	as := newAssets(h.d.DB)
+	for rows.Next() {
+		var (
+			x             HistoricalReward
+			t             int64
+			asset, amount string
+			addrJSON      string
+			staked        string
+		)
+		if err := rows.Scan(&x.UtxoID, &t, &x.OutputIndex, &asset, &amount, &addrJSON, &x.RewardType, &x.TxHash, &staked,
+			&x.NodeID, &x.StartTimestamp, &x.EndTimestamp, &x.RewardTxHash); err != nil {
+			return nil, fmt.Errorf("list rewards: %w", err)
+		}
+		if len(out.HistoricalRewards) == size {
+			out.NextPageToken = h.encodeCursor(q, routeRewards, last)
+			break
+		}
+		if err := jsonStrings(addrJSON, &x.Addresses); err != nil {
+			return nil, fmt.Errorf("reward %s: %w", x.UtxoID, err)
+		}
+		x.AmountStaked = unpad(staked)
+		x.Reward = AssetAmount{AssetID: asset, Amount: unpad(amount)}
+		out.HistoricalRewards = append(out.HistoricalRewards, x)
+		last = rewardCursor{T: t, ID: x.UtxoID}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list rewards: %w", err)
+	}
+	rows.Close()
+	var ids []string
+	for _, x := range out.HistoricalRewards {
+		ids = append(ids, x.Reward.AssetID)
+	}
+	if err := as.load(ctx, ids...); err != nil {
+		return nil, err
+	}
+	for i := range out.HistoricalRewards {
+		x := &out.HistoricalRewards[i]
+		x.Reward = as.amount(x.Reward.AssetID, x.Reward.Amount)
+	}
+	return out, nil
+}

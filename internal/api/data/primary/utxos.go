@@ -1,0 +1,255 @@
+package primary
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/ava-labs/avalanchego/utils/formatting/address"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+)
+
+// ListPChainUtxosResponse is the P-chain branch of getUtxosByAddresses.
+type ListPChainUtxosResponse struct {
+	NextPageToken string       `json:"nextPageToken,omitempty"`
+	Utxos         []PChainUtxo `json:"utxos"`
+	ChainInfo     ChainInfo    `json:"chainInfo"`
+}
+
+// ListUtxosResponse is the X-chain (and C-chain atomic) branch.
+type ListUtxosResponse struct {
+	NextPageToken string    `json:"nextPageToken,omitempty"`
+	Utxos         []Utxo    `json:"utxos"`
+	ChainInfo     ChainInfo `json:"chainInfo"`
+}
+
+// utxoCursor is the last UTXO of a page: by (created time or padded
+// amount, utxo id) in the requested direction.
+type utxoCursor struct {
+	T  int64  `json:"t,omitempty"`
+	A  string `json:"a,omitempty"`
+	ID string `json:"id"`
+}
+
+// addressesParam reads a comma list of primary-network addresses of this
+// network, each optionally with a chain prefix (P-, X-, C-), and returns
+// them in their stored form: bech32 without prefix, lower case, deduplicated.
+func (h *handlers) addressesParam(p *api.Params, name string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range p.List(name) {
+		_, short, err := api.ParseBech32Address(h.d.Network.HRP, s)
+		if err != nil {
+			p.Fail("%s: %v", name, err)
+			continue
+		}
+		a, err := address.FormatBech32(h.d.Network.HRP, short.Bytes())
+		if err != nil {
+			p.Fail("%s: %q is not an address", name, s)
+			continue
+		}
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+var decimalRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]{1,2})?$`)
+
+// minAmountParam reads minUtxoAmount: a number >= 0 in the smallest unit,
+// inclusive. A fraction rounds up (amounts are integers). over is true
+// when it exceeds every possible amount.
+func minAmountParam(p *api.Params) (min uint64, over bool) {
+	s := p.String("minUtxoAmount")
+	if s == "" {
+		return 0, false
+	}
+	if len(s) > 0 && s[0] == '-' {
+		p.Fail("minUtxoAmount must be >= 0, got %q", short(s))
+		return 0, false
+	}
+	if len(s) > 64 || !decimalRE.MatchString(s) {
+		p.Fail("minUtxoAmount must be a number >= 0 (in the smallest unit), got %q", short(s))
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		p.Fail("minUtxoAmount must be a number >= 0 (in the smallest unit), got %q", short(s))
+		return 0, false
+	}
+	// ceil(r)
+	n := new(big.Int).Quo(r.Num(), r.Denom())
+	if new(big.Rat).SetInt(n).Cmp(r) < 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	if !n.IsUint64() {
+		return math.MaxUint64, true
+	}
+	return n.Uint64(), false
+}
+
+func (h *handlers) listUTXOs(r *http.Request) (any, error) {
+	q, err := h.begin(r, true)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	addrs := h.addressesParam(p, "addresses")
+	if strings.Trim(p.String("addresses"), ", ") == "" {
+		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with P- or X-)", h.d.Network.HRP)
+	}
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	assetID := p.String("assetId")
+	if assetID != "" {
+		if q.chain.Key != "X" {
+			p.Fail("assetId applies to the X-chain only (this is the %s)", chainName(q.chain.Key))
+		} else if _, err := api.ParseCB58ID(assetID); err != nil {
+			p.Fail("assetId: %v", err)
+		}
+	}
+	minAmt, over := minAmountParam(p)
+	includeSpent := p.Bool("includeSpent", false)
+	sortBy := p.Enum("sortBy", "timestamp", "timestamp", "amount")
+	order := sortOrder(p, "asc")
+	var cur utxoCursor
+	has, err := h.decodeCursor(q, routeUTXOs, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, q.chain.Key); err != nil {
+		return nil, err
+	}
+	info := ChainInfo{ChainName: chainName(q.chain.Key), Network: q.network}
+
+	var ids []string
+	var next string
+	if !over && len(addrs) > 0 {
+		f := utxoFilter{chain: q.chain.Key, addrs: addrs, includeSpent: includeSpent, minAmount: minAmt, assetID: assetID,
+			byAmount: sortBy == "amount", desc: order == "desc", limit: size + 1}
+		if has {
+			f.after = &cur
+		}
+		query, args := f.sql()
+		rows, err := h.d.DB.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, fmt.Errorf("list utxos: %w", err)
+		}
+		var keys []utxoCursor
+		for rows.Next() {
+			var c utxoCursor
+			var dst any = &c.T
+			if f.byAmount {
+				dst = &c.A
+			}
+			if err := rows.Scan(dst, &c.ID); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("list utxos: %w", err)
+			}
+			keys = append(keys, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("list utxos: %w", err)
+		}
+		if len(keys) > size {
+			keys = keys[:size]
+			next = h.encodeCursor(q, routeUTXOs, keys[size-1])
+		}
+		for _, k := range keys {
+			ids = append(ids, k.ID)
+		}
+	}
+	rows, err := utxosByID(ctx, h.d.DB, ids)
+	if err != nil {
+		return nil, err
+	}
+	s, err := h.prepare(ctx, newAssets(h.d.DB), rows)
+	if err != nil {
+		return nil, err
+	}
+	if q.chain.Key == "P" {
+		out := ListPChainUtxosResponse{NextPageToken: next, Utxos: make([]PChainUtxo, 0, len(rows)), ChainInfo: info}
+		for _, u := range rows {
+			out.Utxos = append(out.Utxos, s.pUTXO(u))
+		}
+		return out, nil
+	}
+	out := ListUtxosResponse{NextPageToken: next, Utxos: make([]Utxo, 0, len(rows)), ChainInfo: info}
+	for _, u := range rows {
+		out.Utxos = append(out.Utxos, s.utxo(u))
+	}
+	return out, nil
+}
+
+// utxoFilter is one page of a UTXO listing.
+type utxoFilter struct {
+	chain        string
+	addrs        []string
+	includeSpent bool
+	minAmount    uint64
+	assetID      string
+	byAmount     bool
+	desc         bool
+	after        *utxoCursor
+	limit        int
+}
+
+// sql selects the page's (sort key, utxo id) pairs. Per address it walks
+// one index of utxo_addresses in order (0002: unspent by time or amount;
+// 0006: all by time or amount), and the keyset condition is a row-value
+// comparison, which both backends run as an index range.
+func (f utxoFilter) sql() (string, []any) {
+	key := "ua.created_time"
+	if f.byAmount {
+		key = "ua.amount"
+	}
+	args := []any{f.chain}
+	from := `utxo_addresses ua`
+	where := `ua.chain_key = $1 AND ua.address IN (` + placeholders(2, len(f.addrs)) + `)`
+	for _, a := range f.addrs {
+		args = append(args, a)
+	}
+	if !f.includeSpent {
+		args = append(args, false)
+		where += fmt.Sprintf(` AND ua.spent = $%d`, len(args))
+	}
+	if f.minAmount > 0 {
+		args = append(args, pad(f.minAmount))
+		where += fmt.Sprintf(` AND ua.amount >= $%d`, len(args))
+	}
+	if f.assetID != "" {
+		from += ` JOIN utxos u ON u.utxo_id = ua.utxo_id`
+		args = append(args, f.assetID)
+		where += fmt.Sprintf(` AND u.asset_id = $%d`, len(args))
+	}
+	cmp, dir := ">", "ASC"
+	if f.desc {
+		cmp, dir = "<", "DESC"
+	}
+	if f.after != nil {
+		var k any = f.after.T
+		if f.byAmount {
+			k = f.after.A
+		}
+		args = append(args, k, f.after.ID)
+		where += fmt.Sprintf(` AND (%s, ua.utxo_id) %s ($%d, $%d)`, key, cmp, len(args)-1, len(args))
+	}
+	// One address owns a UTXO once; several may share one (multisig).
+	distinct := ""
+	if len(f.addrs) > 1 {
+		distinct = "DISTINCT "
+	}
+	return `SELECT ` + distinct + key + `, ua.utxo_id FROM ` + from + ` WHERE ` + where +
+		` ORDER BY ` + key + ` ` + dir + `, ua.utxo_id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
+}

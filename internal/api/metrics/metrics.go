@@ -1,0 +1,118 @@
+// Package metrics serves the metrics service: average transactions per
+// second per chain (GET /v1/avg_tps/{chainId}) and the current holders of an
+// NFT contract (GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders).
+//
+// No authentication; every route is rate limited per client IP by the guard
+// (api.RouteOpts.PerIP), errors are ErrorBody with message as an array of
+// strings, and page tokens are server-side UUIDs valid 24 hours
+// (api.ServerTokens): an unknown or expired token restarts from the first
+// page, a token from the other route is a 400.
+//
+// Answers come from the rollups internal/metrics maintains as blocks are
+// indexed; nothing here scans blocks, transactions or balances.
+package metrics
+
+import (
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Routes, also the page tokens' route names.
+const (
+	RouteAvgTPS      = "GET /v1/avg_tps/{chainId}"
+	RouteListHolders = "GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders"
+)
+
+// Page sizes (spec 4.5, 8; the metrics API's pageSize bounds).
+const (
+	tpsDefaultPageSize     = 100
+	tpsMaxPageSize         = 2160
+	holdersDefaultPageSize = 1000
+	holdersMaxPageSize     = 5000
+)
+
+// maxTimestamp (9999-12-31T23:59:59Z) bounds startTimestamp/endTimestamp so
+// interval arithmetic stays in range.
+const maxTimestamp = 253402300799
+
+// Deps is what the handlers need.
+type Deps struct {
+	DB      *store.DB
+	Network *api.Network
+	// Tokens stores the page tokens; nil: api.NewServerTokens(DB, Now).
+	Tokens *api.ServerTokens
+	Log    *slog.Logger
+	// Now is the clock of the default Tokens. The answers themselves never
+	// read the wall clock: a series ends at the chain's newest indexed block.
+	Now func() time.Time
+}
+
+// Register adds the metrics routes to mux. Call it for the main listener's
+// mux and, when a separate metrics listener is configured, for its mux too
+// (the guard installed on each mux limits these routes per client IP).
+func Register(mux *api.Mux, d Deps) {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Tokens == nil {
+		d.Tokens = api.NewServerTokens(d.DB, d.Now)
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	h := &handlers{d: d}
+	// Weights are the published API's execution weights (small, large).
+	mux.HandleGuarded(RouteAvgTPS, api.RouteOpts{Weight: api.Small, PerIP: true}, api.MessageArray, h.avgTPS)
+	mux.HandleGuarded(RouteListHolders, api.RouteOpts{Weight: api.Large, PerIP: true}, api.MessageArray, h.listHolders)
+}
+
+type handlers struct{ d Deps }
+
+// Point is a metrics data point (spec 2.15).
+type Point struct {
+	Timestamp int64   `json:"timestamp"`
+	Value     float64 `json:"value"`
+}
+
+// TPSResponse is the avg_tps answer (spec 4.5).
+type TPSResponse struct {
+	Results       []Point `json:"results"`
+	Status        int     `json:"status"`
+	LastRun       int64   `json:"lastRun"`
+	NextPageToken string  `json:"nextPageToken,omitempty"`
+}
+
+// Holder is an NFT holder entry (spec 2.16): sortKey is the number of tokens
+// held, an integer of any size.
+type Holder struct {
+	Address string      `json:"address"`
+	SortKey json.Number `json:"sortKey"`
+}
+
+// HoldersResponse is the nfts:listHolders answer (spec 4.5). The collection's
+// name and symbol are absent while the contract's metadata is unknown.
+type HoldersResponse struct {
+	NextPageToken     string      `json:"nextPageToken,omitempty"`
+	Addresses         []Holder    `json:"addresses"`
+	NftCollectionName *string     `json:"nftCollectionName,omitempty"`
+	NftSymbol         *string     `json:"nftSymbol,omitempty"`
+	TotalHolders      int64       `json:"totalHolders"`
+	TotalTokens       json.Number `json:"totalTokens"`
+}
+
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:61] + "..."
+	}
+	return s
+}
+
+// errQueryChanged answers a token presented with parameters other than those
+// of the listing it continues.
+func errQueryChanged(param string) error {
+	return api.BadRequest("pageToken was issued for another query: " + param + " differs from the first page's (repeat the first page's parameters, or drop pageToken)")
+}

@@ -1,0 +1,140 @@
+// Package metrics keeps the metrics service's rollups as blocks are indexed
+// and reads them back: transactions per hour and per day of every chain
+// (average TPS) and the current holders of every NFT contract of EVM chains
+// with their token counts (nfts:listHolders).
+//
+// The rollups are written by a decorator around each chain's indexer, inside
+// the block's own store transaction: they are derived tables like any other,
+// never ahead of or behind the blocks, and rebuilt by reindex.
+package metrics
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Chain kinds, as in ingest.Chain.Kind.
+const (
+	KindP   = "P"
+	KindX   = "X"
+	KindEVM = "EVM"
+)
+
+// Option adjusts a rollup decorator.
+type Option func(*Rollup)
+
+// WithClock sets the clock of updated_at (the API's lastRun); tests inject one.
+func WithClock(now func() time.Time) Option {
+	return func(r *Rollup) {
+		if now != nil {
+			r.now = now
+		}
+	}
+}
+
+// Rollup is an ingest.Indexer that runs inner and then adds the block to the
+// metrics rollups: its transaction count to the hourly and daily buckets of
+// its timestamp, the chain's span, and (EVM chains) the NFT holder counts
+// its token transfers changed.
+type Rollup struct {
+	chain string
+	kind  string
+	inner ingest.Indexer
+	now   func() time.Time
+	nft   holderWriter
+}
+
+var _ ingest.Indexer = (*Rollup)(nil)
+
+// WithRollup wraps the indexer of chain chainKey of kind (P, X or EVM):
+//
+//	ix = metrics.WithRollup(c.Key, c.Kind, ix)
+//
+// The transaction count and time of a block are read back from the row the
+// inner indexer wrote for it (px_blocks for P and X: the block's own txs, not
+// the genesis txs; evm_blocks for EVM chains: the EVM transactions, not the
+// C-chain's atomic txs), so the metrics count exactly what the index shows.
+func WithRollup(chainKey, kind string, inner ingest.Indexer, opts ...Option) ingest.Indexer {
+	r := &Rollup{chain: chainKey, kind: kind, inner: inner, now: time.Now}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Tables the decorator writes for every chain, and for EVM chains.
+var (
+	rollupTables = []string{"metrics_chains", "metrics_tx_hourly", "metrics_tx_daily"}
+	nftTables    = []string{"metrics_nft_holders", "metrics_nft_collections"}
+)
+
+// DerivedTables is the inner indexer's tables plus the rollups.
+func (r *Rollup) DerivedTables() []string {
+	out := append([]string(nil), r.inner.DerivedTables()...)
+	out = append(out, rollupTables...)
+	if r.kind == KindEVM {
+		out = append(out, nftTables...)
+	}
+	return out
+}
+
+const (
+	selPXBlock  = `SELECT timestamp, tx_count FROM px_blocks WHERE chain_key = $1 AND height = $2`
+	selEVMBlock = `SELECT timestamp, tx_count FROM evm_blocks WHERE chain_key = $1 AND number = $2`
+
+	upHourly = `INSERT INTO metrics_tx_hourly (chain_key, bucket, tx_count) VALUES ($1, $2, $3)
+		ON CONFLICT (chain_key, bucket) DO UPDATE SET tx_count = metrics_tx_hourly.tx_count + excluded.tx_count`
+	upDaily = `INSERT INTO metrics_tx_daily (chain_key, bucket, tx_count) VALUES ($1, $2, $3)
+		ON CONFLICT (chain_key, bucket) DO UPDATE SET tx_count = metrics_tx_daily.tx_count + excluded.tx_count`
+	// CASE rather than LEAST/GREATEST or min/max: the one form both backends have.
+	upChain = `INSERT INTO metrics_chains (chain_key, first_time, tip_time, tip_height, updated_at) VALUES ($1, $2, $2, $3, $4)
+		ON CONFLICT (chain_key) DO UPDATE SET
+		first_time = CASE WHEN excluded.first_time < metrics_chains.first_time THEN excluded.first_time ELSE metrics_chains.first_time END,
+		tip_time = CASE WHEN excluded.tip_time > metrics_chains.tip_time THEN excluded.tip_time ELSE metrics_chains.tip_time END,
+		tip_height = excluded.tip_height, updated_at = excluded.updated_at`
+)
+
+// Apply indexes b with the inner indexer, then updates the rollups in the same tx.
+func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	if err := r.inner.Apply(ctx, tx, b); err != nil {
+		return err
+	}
+	var q string
+	switch r.kind {
+	case KindP, KindX:
+		q = selPXBlock
+	case KindEVM:
+		q = selEVMBlock
+	default:
+		return fmt.Errorf("metrics %s: unknown chain kind %q", r.chain, r.kind)
+	}
+	var ts, n int64
+	err := tx.QueryRow(ctx, q, r.chain, int64(b.Height)).Scan(&ts, &n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("metrics %s: block %d: the indexer wrote no block row", r.chain, b.Height)
+	}
+	if err != nil {
+		return fmt.Errorf("metrics %s: block %d: read block row: %w", r.chain, b.Height, err)
+	}
+	if _, err := tx.Exec(ctx, upHourly, r.chain, Hour.Floor(ts), n); err != nil {
+		return fmt.Errorf("metrics %s: block %d: hourly rollup: %w", r.chain, b.Height, err)
+	}
+	if _, err := tx.Exec(ctx, upDaily, r.chain, Day.Floor(ts), n); err != nil {
+		return fmt.Errorf("metrics %s: block %d: daily rollup: %w", r.chain, b.Height, err)
+	}
+	if _, err := tx.Exec(ctx, upChain, r.chain, ts, int64(b.Height), r.now().Unix()); err != nil {
+		return fmt.Errorf("metrics %s: block %d: chain span: %w", r.chain, b.Height, err)
+	}
+	if r.kind == KindEVM {
+		if err := r.nft.apply(ctx, tx, r.chain, int64(b.Height)); err != nil {
+			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, b.Height, err)
+		}
+	}
+	return nil
+}
