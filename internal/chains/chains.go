@@ -18,6 +18,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
+	"github.com/permafrost-dev/permafrost/internal/decode/icm"
 	"github.com/permafrost-dev/permafrost/internal/decode/pchain"
 	"github.com/permafrost-dev/permafrost/internal/decode/xchain"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
@@ -124,8 +125,14 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	// One ICM indexer for every EVM chain: it joins messages across them.
+	icmIx, err := icm.NewIndexer(icm.Config{Logger: o.Log})
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range evmChains {
-		cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: o.Log}
+		cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: o.Log,
+			Logs: icmSink{ix: icmIx, chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
 		if c.key == "C" {
 			alloc, err := cAlloc(g)
 			if err != nil {
@@ -218,6 +225,28 @@ func (ad atomicAdapter) ApplyAtomic(ctx context.Context, tx *store.Tx, height ui
 	}
 	return out, nil
 }
+
+// icmSink feeds an EVM chain's logs to the ICM indexer.
+type icmSink struct {
+	ix    *icm.Indexer
+	chain icm.ChainInfo
+}
+
+func (s icmSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, t int64, logs []evm.Log) error {
+	var want []icm.Log
+	for _, l := range logs {
+		if s.ix.Wants(s.chain.Key, l.Address) {
+			want = append(want, icm.Log{Address: l.Address, Topics: l.Topics, Data: l.Data, LogIndex: l.LogIndex,
+				TxHash: l.TxHash, TxIndex: l.TxIndex, TxFrom: l.TxFrom, TxGasUsed: l.TxGasUsed})
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return s.ix.ApplyLogs(ctx, tx, s.chain, icm.BlockInfo{Number: number, Hash: hash, Time: t}, want)
+}
+
+func (s icmSink) DerivedTables() []string { return s.ix.DerivedTables() }
 
 // EVMSource adapts the EVM client to the pipeline.
 type EVMSource struct{ EVM *source.EVM }

@@ -39,7 +39,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 	for i := range raw {
 		raw[i] = gen.Next()
 	}
-	node, err := evmsim.New(88888, raw)
+	node, err := evmsim.New(43112, raw)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,13 +63,17 @@ func BenchmarkIngestEVM(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", ChainID: big.NewInt(88888), GenesisAlloc: gen.Alloc(),
+				ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: gen.Alloc(),
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {
 					b.Fatal(err)
 				}
-				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "88888", Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: 100}
-				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112", Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: 100}
+				var logw io.Writer = io.Discard
+				if os.Getenv("BENCH_LOG") != "" {
+					logw = os.Stderr
+				}
+				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, slog.New(slog.NewTextHandler(logw, nil)))
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(context.Background()); err != nil {

@@ -57,39 +57,52 @@ type evmSource struct {
 	query   string
 	args    []any // $4.. (the addresses twice)
 	rec     []string
+	tokens  map[string][2]string
 	fee     big.Int
 	gp      big.Int
 }
 
 func newEVMSource(db *store.DB, chainKey, chainID string, tip int64, addrs []string) *evmSource {
 	n := len(addrs)
+	// Placeholders are numbered in order of appearance (SQLite binds them so).
 	in1 := placeholders(4, n)
 	in2 := placeholders(4+n, n)
 	in3 := placeholders(4+2*n, n)
-	args := make([]any, 0, 3*n)
-	for range 3 {
+	in4 := placeholders(4+3*n, n)
+	args := make([]any, 0, 4*n)
+	for range 4 {
 		for _, a := range addrs {
 			args = append(args, a)
 		}
 	}
 	// One ordered stream: the native transactions linked to an address
-	// (evm_address_txs: sender, recipient, created contract), and the
-	// transfers from or to one. A transaction linked to two of the
-	// addresses appears twice, adjacent; day() drops the repeat.
+	// (evm_address_txs: sender, recipient, created contract), the transfers
+	// from one, and the transfers to one not from one. Each branch walks an
+	// address index, then joins the transaction by primary key (CROSS JOIN
+	// keeps SQLite from scanning the day's transactions instead). A
+	// transaction linked to two of the addresses appears twice, adjacent;
+	// day() drops the repeat.
+	transfers := func(index, cond string) string {
+		hint := ""
+		if db.Dialect() == store.SQLite {
+			// SQLite would rather walk the day's transfers in key order than
+			// an address index and sort; on a busy chain that reads every
+			// transfer of the day. PostgreSQL's planner picks by statistics.
+			hint = " INDEXED BY " + index
+		}
+		return `SELECT 1, x.block_number, x.tx_index, x.log_index, x.batch_index, x.tx_hash, t.block_hash, x.block_time,
+			x.from_addr, x.to_addr, x.value, x.erc_type, x.token, x.token_id, 0, '', t.status, t.method_id, ''
+		FROM evm_transfers x` + hint + ` CROSS JOIN evm_txs t
+		WHERE x.chain_key = $1 AND x.block_number >= $2 AND x.block_number <= $3 AND ` + cond + `
+			AND t.chain_key = x.chain_key AND t.block_number = x.block_number AND t.tx_index = x.tx_index`
+	}
 	q := `SELECT 0, t.block_number, t.tx_index, -1, 0, t.hash, t.block_hash, t.block_time, t.from_addr, t.to_addr,
-			t.value, '', '', '', '', NULL, t.gas_used, t.gas_price, t.status, t.method_id, t.contract_address
-		FROM evm_address_txs a JOIN evm_txs t
-			ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
+			t.value, '', '', '', t.gas_used, t.gas_price, t.status, t.method_id, t.contract_address
+		FROM evm_address_txs a CROSS JOIN evm_txs t
 		WHERE a.chain_key = $1 AND a.block_number >= $2 AND a.block_number <= $3 AND a.address IN (` + in1 + `)
-	UNION ALL
-		SELECT 1, x.block_number, x.tx_index, x.log_index, x.batch_index, x.tx_hash, t.block_hash, x.block_time,
-			x.from_addr, x.to_addr, x.value, x.erc_type, x.token, x.token_id, COALESCE(c.symbol, ''), c.decimals,
-			0, '', t.status, t.method_id, ''
-		FROM evm_transfers x
-			JOIN evm_txs t ON t.chain_key = x.chain_key AND t.block_number = x.block_number AND t.tx_index = x.tx_index
-			LEFT JOIN evm_contracts c ON c.chain_key = x.chain_key AND c.address = x.token
-		WHERE x.chain_key = $1 AND x.block_number >= $2 AND x.block_number <= $3
-			AND (x.from_addr IN (` + in2 + `) OR x.to_addr IN (` + in3 + `))
+			AND t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
+	UNION ALL ` + transfers("evm_transfers_from", `x.from_addr IN (`+in2+`)`) + `
+	UNION ALL ` + transfers("evm_transfers_to", `x.to_addr IN (`+in3+`) AND x.from_addr NOT IN (`+in4+`)`) + `
 	ORDER BY 2, 3, 4, 5`
 	return &evmSource{db: db, chain: chainKey, chainID: chainID, tip: tip, query: q, args: args,
 		rec: make([]string, len(EVMHeader))}
@@ -141,12 +154,11 @@ func (s *evmSource) day(ctx context.Context, lo, hi int64, emit func([]string) e
 		kind, block, txIndex, logIndex, batch, blockTime, gasUsed, status int64
 		prevKind, prevBlock, prevTx                                       int64 = -1, -1, -1
 		hash, blockHash, from, to, value, ercType, token, tokenID         string
-		symbol, gasPrice, method, contract                                string
-		decimals                                                          sql.NullInt64
+		gasPrice, method, contract                                        string
 	)
 	for rows.Next() {
 		if err := rows.Scan(&kind, &block, &txIndex, &logIndex, &batch, &hash, &blockHash, &blockTime, &from, &to,
-			&value, &ercType, &token, &tokenID, &symbol, &decimals, &gasUsed, &gasPrice, &status, &method, &contract); err != nil {
+			&value, &ercType, &token, &tokenID, &gasUsed, &gasPrice, &status, &method, &contract); err != nil {
 			return fmt.Errorf("export: read %s rows: %w", s.chain, err)
 		}
 		if kind == 0 && prevKind == 0 && block == prevBlock && txIndex == prevTx {
@@ -165,12 +177,12 @@ func (s *evmSource) day(ctx context.Context, lo, hi int64, emit func([]string) e
 			r[17], r[18], r[19] = s.feeOf(gasUsed, gasPrice), strconv.FormatInt(gasUsed, 10), gasPrice
 			r[22] = contract
 		} else {
-			r[7], r[8], r[9] = ercType, strconv.FormatInt(logIndex, 10), strconv.FormatInt(batch, 10)
-			r[13], r[14], r[16] = token, sanitizeText(symbol), tokenID
-			r[15] = ""
-			if decimals.Valid {
-				r[15] = strconv.FormatInt(decimals.Int64, 10)
+			meta, err := s.token(ctx, token)
+			if err != nil {
+				return err
 			}
+			r[7], r[8], r[9] = ercType, strconv.FormatInt(logIndex, 10), strconv.FormatInt(batch, 10)
+			r[13], r[14], r[15], r[16] = token, meta[0], meta[1], tokenID
 			r[17], r[18], r[19], r[22] = "", "", "", ""
 		}
 		if err := emit(r); err != nil {
@@ -181,6 +193,30 @@ func (s *evmSource) day(ctx context.Context, lo, hi int64, emit func([]string) e
 		return fmt.Errorf("export: read %s rows: %w", s.chain, err)
 	}
 	return nil
+}
+
+// token returns a token's symbol (sanitized) and decimals as the index
+// knows them, remembered for the run (bounded): a few tokens make most rows.
+func (s *evmSource) token(ctx context.Context, addr string) ([2]string, error) {
+	if v, ok := s.tokens[addr]; ok {
+		return v, nil
+	}
+	var sym sql.NullString
+	var dec sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT symbol, decimals FROM evm_contracts WHERE chain_key = $1 AND address = $2`,
+		s.chain, addr).Scan(&sym, &dec)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return [2]string{}, fmt.Errorf("export: token %s: %w", addr, err)
+	}
+	v := [2]string{sanitizeText(sym.String), ""}
+	if dec.Valid {
+		v[1] = strconv.FormatInt(dec.Int64, 10)
+	}
+	if s.tokens == nil || len(s.tokens) >= 10000 {
+		s.tokens = map[string][2]string{}
+	}
+	s.tokens[addr] = v
+	return v, nil
 }
 
 func (s *evmSource) feeOf(gasUsed int64, gasPrice string) string {

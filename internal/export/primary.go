@@ -166,14 +166,18 @@ func (s *pxSource) day(ctx context.Context, lo, hi int64, emit func([]string) er
 	switch {
 	case s.evmSet != nil:
 		// EVM accounts are inside the atomic txs' bytes: read the day's
-		// C-chain atomic txs (few) and match them here.
+		// C-chain atomic txs (few) and match them here. (Placeholders are
+		// numbered in order of appearance, as SQLite binds them.)
 		hit := "FALSE"
-		if len(s.addrs) > 0 {
-			hit = `EXISTS (SELECT 1 FROM px_tx_addresses a WHERE a.address IN (` + in + `) AND a.chain_key = t.chain_key
-				AND a.timestamp = t.timestamp AND a.tx_id = t.tx_id)`
+		n := len(s.addrs)
+		if n > 0 {
+			hit = `EXISTS (SELECT 1 FROM px_tx_addresses a WHERE a.address IN (` + placeholders(1, n) + `)
+				AND a.chain_key = t.chain_key AND a.timestamp = t.timestamp AND a.tx_id = t.tx_id)`
 		}
-		q = `SELECT ` + pxColumns + `, t.tx_bytes, ` + hit + ` FROM px_txs t WHERE t.chain_key = $1 AND t.timestamp >= $2
-			AND t.timestamp < $3 AND t.timestamp <= $4 ORDER BY t.timestamp, t.height, t.tx_index, t.tx_id`
+		args = append(args[4:], args[:4]...)
+		q = fmt.Sprintf(`SELECT `+pxColumns+`, t.tx_bytes, `+hit+` FROM px_txs t WHERE t.chain_key = $%d
+			AND t.timestamp >= $%d AND t.timestamp < $%d AND t.timestamp <= $%d
+			ORDER BY t.timestamp, t.height, t.tx_index, t.tx_id`, n+1, n+2, n+3, n+4)
 	case len(s.addrs) > 0:
 		q = `SELECT ` + pxColumns + `, t.tx_bytes, TRUE FROM px_tx_addresses a JOIN px_txs t ON t.tx_id = a.tx_id
 			WHERE a.chain_key = $1 AND a.timestamp >= $2 AND a.timestamp < $3 AND a.timestamp <= $4
@@ -182,7 +186,6 @@ func (s *pxSource) day(ctx context.Context, lo, hi int64, emit func([]string) er
 		q = `SELECT ` + pxColumns + `, t.tx_bytes, TRUE FROM px_txs t WHERE t.chain_key = $1 AND t.timestamp >= $2
 			AND t.timestamp < $3 AND t.timestamp <= $4 ORDER BY t.timestamp, t.height, t.tx_index, t.tx_id`
 	}
-	fmt.Println("DBGDAY", s.chain, lo, hi, s.tipTime, s.evmSet != nil)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("export: read %s txs: %w", s.chain, err)
@@ -205,7 +208,6 @@ func (s *pxSource) day(ctx context.Context, lo, hi int64, emit func([]string) er
 		if s.chain == "C" {
 			t.raw = raw
 		}
-		if s.evmSet != nil { ins, outs := evmSides(raw); fmt.Println("DBG", t.id, hit, len(raw), ins, outs) }
 		if s.evmSet != nil && !hit && !s.evmMatch(raw) {
 			continue
 		}
@@ -220,7 +222,6 @@ func (s *pxSource) day(ctx context.Context, lo, hi int64, emit func([]string) er
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("export: read %s txs: %w", s.chain, err)
 	}
-	fmt.Println("DBGEND", s.chain, len(batch), q)
 	return s.flush(ctx, batch, emit)
 }
 

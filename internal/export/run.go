@@ -19,7 +19,9 @@ type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string { return e.msg }
 
-func invalidf(format string, args ...any) error { return &invalidError{msg: fmt.Sprintf(format, args...)} }
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
 
 // errLeaseLost: another worker took the job over (this one stalled).
 var errLeaseLost = errors.New("export: lease lost")

@@ -59,6 +59,11 @@ func New(ctx context.Context, db *store.DB, cfg Config, log *slog.Logger, opts .
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// A run reads lookups while its cursor is open: it needs a pool of more
+	// than one connection, which an in-memory SQLite database is not.
+	if dsn := db.String(); dsn == "sqlite:" || strings.HasPrefix(dsn, "sqlite::memory:") {
+		return nil, fmt.Errorf("export: needs a file SQLite or a PostgreSQL database, not %s", dsn)
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("export: create directory: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/export"
+	"github.com/permafrost-dev/permafrost/internal/keys"
 )
 
 const (
@@ -205,7 +206,7 @@ func TestAccess(t *testing.T) {
 			want       int
 		}{
 			{"no signature", u.Path, 403},
-			{"altered signature", tamper("sig", strings.ToUpper(sig[:4])+sig[4:]), 403},
+			{"altered signature", tamper("sig", flip(sig)), 403},
 			{"longer expiry", tamper("expires", "99999999999"), 403},
 			{"expiry not a number", tamper("expires", "soon"), 403},
 			{"another operation's path", strings.Replace(u.Path, op.OperationID, other.OperationID, 1) + "?" + q.Encode(), 403},
@@ -217,5 +218,67 @@ func TestAccess(t *testing.T) {
 			}
 		}
 		e.wait(t, e.key, other.OperationID)
+	})
+}
+
+// flip changes the first character of s.
+func flip(s string) string {
+	c := byte('A')
+	if s[0] == 'A' {
+		c = 'B'
+	}
+	return string(c) + s[1:]
+}
+
+// TestTruncatedAndFailedOverHTTP: with a row cap, an export of the devnet's
+// X-chain (its genesis day, then the workload's day) ends after the first
+// day with WarnTruncatedExport and nextDate; continuing from nextDate (with
+// the deprecated startDate) gives the rest. A request the workers cannot
+// serve ends FAILED with ErrInvalidRequest. Both as the OpenAPI shapes them.
+func TestTruncatedAndFailedOverHTTP(t *testing.T) {
+	forEachBackend(t, export.Config{RowCap: 1}, func(t *testing.T, e *env) {
+		req := map[string]any{"type": "TRANSACTION_EXPORT_PRIMARY_NETWORK", "firstDate": "2020-01-01", "lastDate": "2026-12-31",
+			"options": map[string]any{"includeChains": []string{"x-chain"}}}
+		op := e.wait(t, e.key, e.create(t, e.key, req).OperationID)
+		if op.OperationStatus != export.StatusCompletedWithWarning || op.Metadata == nil ||
+			op.Metadata.Code != export.CodeTruncated || op.Metadata.NextDate != "2026-11-22" || op.Metadata.DownloadURL == "" {
+			t.Fatalf("truncated export: %+v %+v", op, op.Metadata)
+		}
+		first := byHeader(t, download(t, op.Metadata.DownloadURL), export.PrimaryHeader)
+		delete(req, "firstDate")
+		req["startDate"] = op.Metadata.NextDate
+		op = e.wait(t, e.key, e.create(t, e.key, req).OperationID)
+		if op.OperationStatus != export.StatusCompleted {
+			t.Fatalf("continuation: %+v %+v", op, op.Metadata)
+		}
+		rest := byHeader(t, download(t, op.Metadata.DownloadURL), export.PrimaryHeader)
+		if len(first) != 1 || first[0]["datetime_utc"][:10] != "2020-12-05" {
+			t.Errorf("first file: %v", first)
+		}
+		seen := map[string]bool{}
+		for _, r := range append(first, rest...) {
+			if seen[r["tx_hash"]] || (len(seen) > 0 && r["datetime_utc"][:10] < "2026-11-22" && r["tx_hash"] != first[0]["tx_hash"]) {
+				t.Errorf("row repeated or out of place: %v", r)
+			}
+			seen[r["tx_hash"]] = true
+		}
+		var n int
+		if err := e.DB.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM px_txs WHERE chain_key = 'X'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != n {
+			t.Errorf("the two files hold %d txs, the X-chain %d", len(seen), n)
+		}
+
+		bad, err := e.svc.Create(t.Context(), export.Spec{Type: export.TypeEVM, First: "2026-11-22", Last: "2026-11-22",
+			Chains: []string{"31337"}, Addresses: []string{alice}}, keys.IDOf(e.key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		op = e.wait(t, e.key, bad.OperationID)
+		if op.OperationStatus != export.StatusFailed || op.Metadata == nil || op.Metadata.Code != export.CodeInvalidRequest ||
+			op.Message == "" || op.Metadata.DownloadURL != "" {
+			t.Errorf("unservable export: %+v %+v", op, op.Metadata)
+		}
 	})
 }

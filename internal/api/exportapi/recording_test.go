@@ -155,7 +155,7 @@ func (r *cRecording) expectedEVM(t testing.TB, chainID string, addrs []string, l
 				"chain_id": chainID, "block_number": strconv.FormatInt(n, 10), "block_hash": b.Hash,
 				"block_timestamp": strconv.FormatInt(ts, 10), "datetime_utc": time.Unix(ts, 0).UTC().Format(time.RFC3339),
 				"tx_hash": tx.Hash, "tx_index": strconv.FormatInt(hexInt(t, tx.TransactionIndex), 10),
-				"status": map[string]string{"0x1": "success", "0x0": "failed"}[rc.Status],
+				"status":    map[string]string{"0x1": "success", "0x0": "failed"}[rc.Status],
 				"method_id": "",
 			}
 			if len(tx.Input) >= 10 {

@@ -43,10 +43,19 @@ func (h *handlers) listHolders(r *http.Request) (any, error) {
 	}
 	contract := strings.ToLower(addr.Hex())
 
+	// The contract and its holder totals in one round trip.
 	var ercType string
 	var name, symbol sql.NullString
-	err = h.d.DB.QueryRowContext(ctx, `SELECT erc_type, name, symbol FROM evm_contracts WHERE chain_key = $1 AND address = $2`,
-		chain.Key, contract).Scan(&ercType, &name, &symbol)
+	coll := rollup.Collection{Units: "0"}
+	var units sql.NullString
+	var holdersN sql.NullInt64
+	err = h.d.DB.QueryRowContext(ctx, `SELECT c.erc_type, c.name, c.symbol, m.holders, m.units
+		FROM evm_contracts c LEFT JOIN metrics_nft_collections m ON m.chain_key = c.chain_key AND m.token = c.address
+		WHERE c.chain_key = $1 AND c.address = $2`,
+		chain.Key, contract).Scan(&ercType, &name, &symbol, &holdersN, &units)
+	if units.Valid {
+		coll = rollup.Collection{Holders: holdersN.Int64, Units: units.String}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, api.NotFound("contract %s is not known on chain %s", contract, chainLabel(chain))
 	}
@@ -77,10 +86,6 @@ func (h *handlers) listHolders(r *http.Request) (any, error) {
 		after = &cur.After
 	}
 	holders, err := rollup.Holders(ctx, h.d.DB, chain.Key, contract, after, size+1)
-	if err != nil {
-		return nil, err
-	}
-	coll, err := rollup.LoadCollection(ctx, h.d.DB, chain.Key, contract)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func (h *handler) acceptsContentType(r *http.Request) bool {
 	if i := strings.IndexByte(ct, ';'); i >= 0 {
 		ct = ct[:i]
 	}
-	return strings.EqualFold(ct, "application/json")
+	return strings.ToLower(ct) == "application/json"
 }
 
 func isBatch(body []byte) bool {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -324,4 +326,97 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	go srv.Serve(l) //nolint:errcheck // closed by Cleanup
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + l.Addr().String()
+}
+
+// TestConcurrent: parallel callers (sharing caches and the upstream view)
+// get the answers a lone caller gets.
+func TestConcurrent(t *testing.T) {
+	e := setup(t, "sqlite", setupOpts{upstream: true})
+	calls := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"platform.getCurrentValidators","params":{}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"platform.getCurrentValidators","params":{"subnetID":"2XYadBUQHDYHP687R1YnJhm2Ph77zKK8CtaMXF7jfr5uJ1Ewur"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"platform.getBalance","params":{"addresses":["P-custom1js9jhzvc6j53vp53h8cutnrv4lt4292t58me5h"]}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"platform.getBlockchainStatus","params":{"blockchainID":"X"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"platform.getBlockByHeight","params":{"height":24,"encoding":"json"}}`,
+		`[{"jsonrpc":"2.0","id":6,"method":"platform.getBlockchains"},{"jsonrpc":"2.0","id":7,"method":"platform.getCurrentSupply"}]`,
+	}
+	want := make([][]byte, len(calls))
+	for i, c := range calls {
+		_, _, want[i] = post(t, e.url+"/ext/bc/P", "application/json", []byte(c))
+	}
+	errs := make(chan error, 64)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := 0; k < 12; k++ {
+				i := (g + k) % len(calls)
+				resp, err := http.Post(e.url+"/ext/bc/P", "application/json", strings.NewReader(calls[i]))
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || !bytes.Equal(b, want[i]) {
+					errs <- fmt.Errorf("call %d: %s (%v), want %s", i, b, err, want[i])
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestEmptyIndex: before the first P block is indexed every method answers a
+// clean JSON-RPC error.
+func TestEmptyIndex(t *testing.T) {
+	te := setup(t, "sqlite", setupOpts{}).te
+	db := storetest.Open(t, storetest.SQLiteDSN(t))
+	h, err := New(Deps{DB: db, Genesis: te.Chains.Genesis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := newLoopbackServer(t, h)
+	for method, msg := range map[string]string{
+		`platform.getCurrentSupply","params":{}`:                                                       `the index holds no P-chain block yet`,
+		`platform.getCurrentValidators","params":{}`:                                                   `the index holds no P-chain block yet`,
+		`platform.getBlockchains","params":{}`:                                                         `the index holds no P-chain block yet`,
+		`platform.getBlockchainStatus","params":{"blockchainID":"X"}`:                                  `the index holds no P-chain block yet`,
+		`platform.getBalance","params":{"addresses":[]}`:                                               `the index holds no P-chain block yet`,
+		`platform.getBlockByHeight","params":{"height":0}`:                                             `couldn't get block at height 0: not found`,
+		`platform.getBlock","params":{"blockID":"2mijBKYiysMbDU7BWtRDteTAY5YMnVHYqiD7ZHF6RRqnAajawb"}`: `couldn't get block with id 2mijBKYiysMbDU7BWtRDteTAY5YMnVHYqiD7ZHF6RRqnAajawb: not found`,
+	} {
+		code, _, b := post(t, url, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`}`))
+		want := `{"jsonrpc":"2.0","error":{"code":-32000,"message":"` + msg + `","data":null},"id":1}`
+		if code != 200 || strings.TrimSpace(string(b)) != want {
+			t.Errorf("%s: %d %s", method, code, b)
+		}
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	te := setup(t, "sqlite", setupOpts{}).te
+	g := te.Chains.Genesis
+	for name, d := range map[string]Deps{
+		"no DB":              {Genesis: g},
+		"no genesis":         {DB: te.DB},
+		"other network":      {DB: te.DB, Genesis: g, NetworkID: 1},
+		"bad upstream":       {DB: te.DB, Genesis: g, Upstream: "ftp://x"},
+		"upstream w/o host":  {DB: te.DB, Genesis: g, Upstream: "http://"},
+		"upstream query":     {DB: te.DB, Genesis: g, Upstream: "http://127.0.0.1:9650/?a=b"},
+		"proxy w/o upstream": {DB: te.DB, Genesis: g, ProxyUnknown: true},
+	} {
+		if _, err := New(d); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := New(Deps{DB: te.DB, Genesis: g, NetworkID: g.NetworkID, Upstream: "http://127.0.0.1:9650/"}); err != nil {
+		t.Error(err)
+	}
 }

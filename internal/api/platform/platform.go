@@ -52,6 +52,20 @@
 //     accepted block).
 //   - getBalance compares lock times with the wall clock (Deps.Now), like
 //     the node.
+//
+// Orderings follow the node's where they are deterministic: validators in
+// the current staker order (end time, priority, tx ID), L1 validators by
+// node ID, getBalance's utxoIDs per address newest commit first (the node's
+// linked-list index), getBlockchains newest subnet and chain first (as a
+// node lists them after loading its state). Where the node's order is Go
+// map order (UTXOs written by one commit, validators of a nodeIDs filter),
+// Permafrost picks a fixed order (UTXO ID bytes; the unfiltered order).
+//
+// Mounting: New returns one http.Handler; register it, for all HTTP
+// methods, on every path of Paths (Mount does that for an api.Mux):
+//
+//	h, err := platform.New(platform.Deps{DB: db, Genesis: g, Upstream: nodeURL, Log: log})
+//	platform.Mount(mux, h) // /ext/bc/P, /ext/P, /ext/bc/platform, /ext/platform, /ext/bc/<P-chain ID>
 package platform
 
 import (

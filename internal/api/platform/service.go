@@ -134,6 +134,12 @@ func (s *Service) internal(method string, err error) error {
 	if errors.Is(err, errNotIndexed) {
 		return err
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("call timed out after %s", s.timeout)
+	}
+	if errors.Is(err, context.Canceled) {
+		return context.Canceled
+	}
 	s.log.Error("platform: "+method, "err", err)
 	return errInternal
 }
@@ -312,7 +318,9 @@ func (s *Service) GetBlockchainStatus(r *http.Request, args *platformvm.GetBlock
 	if err != nil {
 		return s.internal("getBlockchainStatus", err)
 	}
-	st, err := s.chainStatusAt(ctx, args.BlockchainID, tip.state)
+	// The node looks chains up in its last accepted block's state, which
+	// for a proposal block already holds the block's own decision txs.
+	st, err := s.chainStatusAt(ctx, args.BlockchainID, tip.height)
 	if err != nil {
 		return err
 	}
@@ -363,7 +371,7 @@ func (s *Service) GetCurrentValidators(r *http.Request, args *platformvm.GetCurr
 	return nil
 }
 
-// chainStatusAt mirrors GetBlockchainStatus as of state height h.
+// chainStatusAt mirrors GetBlockchainStatus as of height h.
 func (s *Service) chainStatusAt(ctx context.Context, arg string, h uint64) (status.BlockchainStatus, error) {
 	// Chains the node runs are known by alias: P, X and C always, others
 	// when the upstream node runs them.

@@ -74,6 +74,13 @@ func TestParseRejectsMalformed(t *testing.T) {
 	if err := b.parse([]byte(good)); err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
+	// Key order does not matter: receipts may come first.
+	cut := strings.Index(good, `,"receipts":`)
+	reordered := `{"receipts":` + good[cut+len(`,"receipts":`):len(good)-1] + `,"block":` + good[len(`{"block":`):cut] + `}`
+	var r block
+	if err := r.parse([]byte(reordered)); err != nil || len(r.txs) != 1 || len(r.txs[0].logs) != 5 || r.hash != b.hash {
+		t.Errorf("reordered document: %v", err)
+	}
 }
 
 // TestParseSurvivesMutations feeds thousands of corrupted recorded blocks to

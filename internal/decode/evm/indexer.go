@@ -43,6 +43,26 @@ type AtomicApplier interface {
 	ApplyAtomic(ctx context.Context, tx *store.Tx, blockHeight uint64, blockTime int64, blockHash string, extraData []byte) ([]BalanceDelta, error)
 }
 
+// Log is one receipt log with what log consumers need of its transaction.
+// Topics and Data are only valid during the LogSink call.
+type Log struct {
+	Address   common.Address
+	Topics    []common.Hash
+	Data      []byte
+	LogIndex  uint64 // position in the block
+	TxHash    common.Hash
+	TxIndex   uint64
+	TxFrom    common.Address
+	TxGasUsed uint64
+}
+
+// LogSink indexes something more from a block's logs (e.g. ICM messages).
+type LogSink interface {
+	ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, time int64, logs []Log) error
+	// DerivedTables are the tables ApplyLogs writes (cleared by reindex).
+	DerivedTables() []string
+}
+
 // Config configures the indexer of one EVM chain.
 type Config struct {
 	// ChainKey names the chain in every table: "C", or an L1's EVM chain id.
@@ -54,6 +74,9 @@ type Config struct {
 	GenesisAlloc map[common.Address]*big.Int
 	// Atomic, when set, indexes the C-chain's atomic txs.
 	Atomic AtomicApplier
+	// Logs, when set, receives each block's logs inside the block's
+	// transaction (ICM messages are indexed this way).
+	Logs LogSink
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -117,6 +140,7 @@ type Indexer struct {
 	w       *writer
 	applied bool   // a block was applied since the caches were dropped
 	last    uint64 // its height
+	logBuf  []Log  // reused by sinkLogs
 }
 
 var _ ingest.Indexer = (*Indexer)(nil)
@@ -138,17 +162,22 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Indexer{cfg: cfg, log: log.With("chain", cfg.ChainKey), w: newWriter()}, nil
+	log = log.With("chain", cfg.ChainKey)
+	return &Indexer{cfg: cfg, log: log, w: newWriter(log)}, nil
 }
 
 // DerivedTables lists the tables Apply writes (its rows are all of chain_key;
 // reindex deletes them by chain_key).
 func (ix *Indexer) DerivedTables() []string {
-	return []string{
+	t := []string{
 		"evm_blocks", "evm_txs", "evm_address_txs", "evm_logs", "evm_transfers", "evm_contracts",
 		"evm_nft_tokens", "evm_nft_owner_history", "evm_token_balances", "evm_token_balance_history",
 		"evm_native_balances", "evm_native_balance_history",
 	}
+	if ix.cfg.Logs != nil {
+		t = append(t, ix.cfg.Logs.DerivedTables()...)
+	}
+	return t
 }
 
 // Apply indexes one block. The indexer must be the only writer of its
@@ -216,5 +245,28 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 	if err := w.write(ctx, tx); err != nil {
 		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
 	}
+	if ix.cfg.Logs != nil {
+		if err := ix.sinkLogs(ctx, tx, b); err != nil {
+			return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+		}
+	}
 	return nil
+}
+
+// sinkLogs hands the block's logs to the configured LogSink.
+func (ix *Indexer) sinkLogs(ctx context.Context, tx *store.Tx, b *block) error {
+	logs := ix.logBuf[:0]
+	for i := range b.txs {
+		t := &b.txs[i]
+		for j := range t.logs {
+			l := &t.logs[j]
+			logs = append(logs, Log{Address: l.address, Topics: l.topics[:l.ntopics], Data: l.data, LogIndex: l.index,
+				TxHash: t.hash, TxIndex: t.index, TxFrom: t.from, TxGasUsed: t.gasUsed})
+		}
+	}
+	ix.logBuf = logs
+	if len(logs) == 0 {
+		return nil
+	}
+	return ix.cfg.Logs.ApplyLogs(ctx, tx, b.number, b.hash, int64(b.timestamp), logs)
 }

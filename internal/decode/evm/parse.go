@@ -87,25 +87,27 @@ type logEntry struct {
 func (b *block) parse(raw []byte) error {
 	b.reset()
 	s := &scanner{buf: raw}
+	var receipts []byte // parsed after the block, whatever the key order
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "block":
 			if s.null() {
 				return fmt.Errorf("block is null")
 			}
+			b.txs = b.txs[:0]
 			return b.parseHeader(s)
 		case "receipts":
 			if s.null() {
 				return fmt.Errorf("receipts are null")
 			}
+			s.ws()
+			start := s.pos
+			if err := s.skip(); err != nil {
+				return err
+			}
+			receipts = s.buf[start:s.pos]
 			b.seen.receipts = true
-			return s.array(func(i int) error {
-				if i >= len(b.txs) {
-					return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
-				}
-				b.receipts++
-				return b.txs[i].parseReceipt(s)
-			})
+			return nil
 		}
 		return s.skip()
 	})
@@ -114,6 +116,19 @@ func (b *block) parse(raw []byte) error {
 	}
 	if s.ws(); s.pos != len(s.buf) {
 		return s.errorf("trailing data")
+	}
+	if receipts != nil {
+		rs := &scanner{buf: receipts}
+		err := rs.array(func(i int) error {
+			if i >= len(b.txs) {
+				return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
+			}
+			b.receipts++
+			return b.txs[i].parseReceipt(rs)
+		})
+		if err != nil {
+			return fmt.Errorf("receipts: %w", err)
+		}
 	}
 	return b.check()
 }
@@ -189,6 +204,7 @@ func (b *block) parseHeader(s *scanner) error {
 		switch string(key) {
 		case "transactions":
 			b.seen.txs = true
+			b.txs = b.txs[:0]
 			return s.array(func(i int) error {
 				if c, err := s.peek(); err != nil {
 					return err
@@ -349,6 +365,7 @@ func (t *txn) parseTx(s *scanner) error {
 func (t *txn) parseReceipt(s *scanner) error {
 	return s.object(func(key []byte) error {
 		if string(key) == "logs" {
+			t.logs = t.logs[:0]
 			if s.null() {
 				return nil
 			}
@@ -404,6 +421,7 @@ func (l *logEntry) parse(s *scanner) error {
 		switch string(key) {
 		case "topics":
 			l.seen.topics = true
+			l.ntopics = 0
 			return s.array(func(i int) error {
 				if i >= len(l.topics) {
 					return fmt.Errorf("log has more than 4 topics")

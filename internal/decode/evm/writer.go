@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"strconv"
 
@@ -48,17 +49,19 @@ var (
 	insNativeHist = newInsert("evm_native_balance_history", []string{"chain_key", "address", "block_number",
 		"balance"}, "")
 
-	selNative = &inQuery{
-		prefix: "SELECT address, balance FROM evm_native_balances WHERE chain_key = $1 AND address IN (",
-		suffix: ")", first: 2, width: 1,
-	}
+	// SQLite: point reads of the current balance of one key.
 	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
 	selTokenOne  = "SELECT balance FROM evm_token_balances WHERE chain_key = $1 AND holder = $2 AND erc_type = $3" +
 		" AND token = $4 AND token_id = $5"
-	selToken = &inQuery{
-		prefix: "SELECT holder, erc_type, token, token_id, balance FROM evm_token_balances WHERE ",
-		first:  2, width: 4, cols: []string{"holder", "erc_type", "token", "token_id"}, each: "chain_key = $1 AND ",
-	}
+	// PostgreSQL: one round trip per kind and block, keys passed as arrays
+	// (a fixed statement, prepared once per transaction). An OR chain of keys
+	// gets planned as a scan of the chain's rows until the table is analyzed.
+	selNativePG = "SELECT b.address, b.balance FROM unnest($2::text[]) AS k(address)" +
+		" JOIN evm_native_balances b ON b.chain_key = $1 AND b.address = k.address"
+	selTokenPG = "SELECT b.holder, b.erc_type, b.token, b.token_id, b.balance" +
+		" FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(holder, erc_type, token, token_id)" +
+		" JOIN evm_token_balances b ON b.chain_key = $1 AND b.holder = k.holder AND b.erc_type = k.erc_type" +
+		" AND b.token = k.token AND b.token_id = k.token_id"
 )
 
 type tokenKey struct {
@@ -89,6 +92,7 @@ type contractState struct {
 // writer turns one parsed block into rows. Its maps and slices live across
 // blocks to keep allocations per block low.
 type writer struct {
+	log   *slog.Logger
 	chain string
 	b     *block
 	hash  string
@@ -110,13 +114,12 @@ type writer struct {
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
 	tokBal, tokHist, natBal, natHist rowSet
 
-	keysN   []common.Address
-	keysT   []tokenKey
-	strsT   map[tokenKeyStr]int
-	idxN    map[string]int
-	oldN    []*big.Int
-	oldT    []*big.Int
-	readArg []any
+	keysN []common.Address
+	keysT []tokenKey
+	strsT map[tokenKeyStr]int
+	idxN  map[string]int
+	oldN  []*big.Int
+	oldT  []*big.Int
 	// Write-through caches of what this chain's tables hold, so most blocks
 	// need no reads: current balances, contracts known to exist (with the erc
 	// type written), NFT ids known to exist. Valid only while every write to
@@ -135,8 +138,9 @@ type writer struct {
 	tmp2     big.Int
 }
 
-func newWriter() *writer {
+func newWriter(log *slog.Logger) *writer {
 	return &writer{
+		log:       log,
 		addrs:     make(map[common.Address]string),
 		natives:   make(map[common.Address]*big.Int),
 		tokens:    make(map[tokenKey]*big.Int),
@@ -600,8 +604,8 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 }
 
 // readNatives fills oldN with the stored balances of keysN (nil: none).
-// SQLite runs in-process, so point reads on one prepared statement beat
-// planning a statement per key count; PostgreSQL gets one round trip.
+// SQLite runs in-process: point reads on one prepared statement are cheapest.
+// PostgreSQL gets one round trip.
 func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 	n := len(w.keysN)
 	if n == 0 {
@@ -623,20 +627,11 @@ func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	defer clear(w.readArg)
-	per := selNative.chunk()
-	for i := 0; i < n; i += per {
-		k := min(per, n-i)
-		args := append(w.readArg[:0], w.chain)
-		for _, a := range w.keysN[i : i+k] {
-			args = append(args, w.addr(a))
-		}
-		w.readArg = args
-		if err := w.readNative(ctx, tx, selNative.query(k), args); err != nil {
-			return err
-		}
+	addrs := make([]string, n)
+	for i, a := range w.keysN {
+		addrs[i] = w.addr(a)
 	}
-	return nil
+	return w.readNative(ctx, tx, selNativePG, w.chain, addrs)
 }
 
 // readTokenBalances fills oldT with the stored balances of keysT (nil: none).
@@ -661,20 +656,11 @@ func (w *writer) readTokenBalances(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	defer clear(w.readArg)
-	per := selToken.chunk()
-	for i := 0; i < n; i += per {
-		k := min(per, n-i)
-		args := append(w.readArg[:0], w.chain)
-		for _, key := range w.keysT[i : i+k] {
-			args = append(args, w.addr(key.holder), key.typ.String(), w.addr(key.token), key.id)
-		}
-		w.readArg = args
-		if err := w.readTokens(ctx, tx, selToken.query(k), args); err != nil {
-			return err
-		}
+	holders, types, tokens, ids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, k := range w.keysT {
+		holders[i], types[i], tokens[i], ids[i] = w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id
 	}
-	return nil
+	return w.readTokens(ctx, tx, selTokenPG, w.chain, holders, types, tokens, ids)
 }
 
 func (w *writer) parseBalance(s string) (*big.Int, error) {
@@ -686,6 +672,10 @@ func (w *writer) parseBalance(s string) (*big.Int, error) {
 }
 
 func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
+	if bal.Sign() < 0 {
+		// Value moved by internal transfers (no traces) is missing from the index.
+		w.log.Warn("computed native balance is negative", "block", num, "address", w.addr(a), "balance", bal.String())
+	}
 	s := decimal(bal)
 	as := w.addr(a)
 	w.natBal.args = append(w.natBal.args, w.chain, as, s, num)
@@ -693,13 +683,18 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 }
 
 func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
+	if bal.Sign() < 0 {
+		// The token moved value without Transfer events (rebasing, fee-on-transfer bugs, ...).
+		w.log.Warn("computed token balance is negative", "block", num, "holder", w.addr(k.holder),
+			"token", w.addr(k.token), "type", k.typ.String(), "id", k.id, "balance", bal.String())
+	}
 	s := decimal(bal)
 	h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
 	w.tokBal.args = append(w.tokBal.args, w.chain, h, typ, t, k.id, s, num)
 	w.tokHist.args = append(w.tokHist.args, w.chain, h, typ, t, k.id, num, s)
 }
 
-func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args []any) error {
+func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ...any) error {
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("evm: read native balances: %w", err)
@@ -726,7 +721,7 @@ func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args []
 	return nil
 }
 
-func (w *writer) readTokens(ctx context.Context, tx *store.Tx, q string, args []any) error {
+func (w *writer) readTokens(ctx context.Context, tx *store.Tx, q string, args ...any) error {
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("evm: read token balances: %w", err)
