@@ -10,6 +10,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/keys"
 )
 
 // demo replays the bundled recording in-process, indexes it into a temporary
@@ -43,6 +44,11 @@ func demo(ctx context.Context, cfg *config.Config, dir string, stdout io.Writer,
 	if err != nil {
 		return err
 	}
+	// A key with every scope, so the demo shows the keyed routes (exports, reindex) too.
+	demoKey, err := keys.Create(ctx, db, "demo", "pro", []string{"*"}, 0)
+	if err != nil {
+		return err
+	}
 	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
 		return err
 	}
@@ -59,8 +65,14 @@ Try:
   curl -s '%[1]s/v1/chains/88888/tokens/0x0e728C6A2Fc95A228d766532b430E905eb07b726/transfers'
   curl -s %[1]s/v1/avg_tps/c-chain
   curl -s -X POST %[1]s/ext/bc/P -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"platform.getCurrentValidators","params":{}}'
+  curl -s -X POST %[1]s/v1/operations/transactions:export -H 'x-data-api-key: %[2]s' -H 'content-type: application/json' \
+       -d '{"type":"TRANSACTION_EXPORT_EVM","options":{"addresses":["0x03623AdD7ec6F6426D6266ED2E5a4734C786E73E"],"includeChains":["88888"]}}'
+  curl -s %[1]s/v2/chains/88888/contracts/0xEE64797aBCe5983BcD82072c120003DADE869652/nfts:listHolders
+  curl -s %[1]s/v1/health-check
+
+A demo API key with every scope: %[2]s
 
 Press Ctrl-C to stop.
-`, base)
+`, base, demoKey)
 	})
 }

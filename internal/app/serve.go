@@ -9,14 +9,18 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
 	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
+	"github.com/permafrost-dev/permafrost/internal/api/exportapi"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
+	"github.com/permafrost-dev/permafrost/internal/api/platform"
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/config"
+	"github.com/permafrost-dev/permafrost/internal/export"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
@@ -39,7 +43,13 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 	if err != nil {
 		return err
 	}
-	return ingest.New(db, set.Chains, ingest.Options{UntilTip: untilTip, Poll: cfg.Poll}, log).Run(ctx)
+	pipe := ingest.New(db, set.Chains, ingest.Options{UntilTip: untilTip, Poll: cfg.Poll}, log)
+	if isTerminal(os.Stderr) {
+		pctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go showProgress(pctx, os.Stderr, pipe)
+	}
+	return pipe.Run(ctx)
 }
 
 func reindex(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
@@ -154,6 +164,33 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0)})
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
+
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + cfg.Listen
+	}
+	exp, err := export.New(ctx, db, export.Config{Dir: cfg.ExportDir, PublicURL: publicURL, RowCap: cfg.ExportRowCap,
+		Retention: cfg.ExportRetention, Workers: cfg.ExportWorkers, URLTTL: cfg.ExportURLTTL}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	expCtx, stopExports := context.WithCancel(context.WithoutCancel(ctx))
+	if err := exp.Start(expCtx); err != nil {
+		stopExports()
+		return nil, nil, err
+	}
+	closers = append(closers, func() { stopExports(); _ = exp.Close() })
+	exportapi.Register(mux, exportapi.Deps{Service: exp, Network: network, Log: log})
+
+	upstream := cfg.Upstream
+	if upstream == "" {
+		upstream = cfg.Node
+	}
+	rpc, err := platform.New(platform.Deps{DB: db, NetworkID: set.NetworkID, Genesis: set.Genesis, Upstream: upstream, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	platform.Mount(mux, rpc)
 
 	agg, err := warpindex.NewAggregator(ctx, warpindex.AggregatorConfig{
 		DB: db, NetworkID: network.ID, Node: set.Node,

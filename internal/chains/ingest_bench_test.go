@@ -1,16 +1,21 @@
 package chains
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"runtime"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,76 +23,330 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/evmsim"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/source"
+	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+// nodeEnv makes the test binary act as the benchmark's JSON-RPC node (see
+// startNode) instead of running tests.
+const nodeEnv = "PERMAFROST_BENCH_NODE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(nodeEnv) != "" {
+		os.Exit(runNode())
+	}
+	storetest.Main(m)
+}
+
+// Benchmark defaults: what `permafrost index` should use for an EVM chain
+// that is far behind its tip (see docs/benchmarks.md for how they were chosen).
+const (
+	benchTxPerBlock  = 20
+	benchIngestBatch = 500 // blocks per store transaction
+	benchRPCBatch    = 50  // heights per JSON-RPC batch (2 calls each)
+	benchRPCConc     = 4   // batches in flight
+)
 
 // BenchmarkIngestEVM measures the whole ingest path for generated C-chain-like
 // blocks (20 txs each, with receipts and ERC-20/721 Transfer logs): a local
 // JSON-RPC node on loopback -> source (batched fetch) -> EVM indexer -> store,
-// one transaction per batch with the checkpoint. Each iteration ingests
-// BENCH_BLOCKS blocks (default 5000) into a fresh database.
+// one transaction per batch with the raw blocks and the checkpoint. Each
+// iteration ingests BENCH_BLOCKS blocks (default 5000) into a fresh database.
+//
+// The node runs in a child process (this test binary, re-executed), as a
+// real node would: the figures (wall clock, CPU time from getrusage, peak
+// RSS) are the indexer's alone. On PostgreSQL the server's CPU time (the
+// cluster's processes, from /proc) is reported too.
+//
+// Knobs (environment): BENCH_BLOCKS, BENCH_BATCH (blocks per transaction),
+// BENCH_RPC_BATCH, BENCH_RPC_CONC, BENCH_CPUPROFILE / BENCH_MEMPROFILE (file
+// name prefix: a pprof profile of the timed part per backend), BENCH_SQLITE
+// (database file to use and keep, for inspection), BENCH_LOG (pipeline logs
+// to stderr).
 func BenchmarkIngestEVM(b *testing.B) {
-	n := 5000
-	if s := os.Getenv("BENCH_BLOCKS"); s != "" {
-		n, _ = strconv.Atoi(s)
-	}
-	const txPerBlock = 20
-	gen := evm.NewGenerator(1, txPerBlock)
-	raw := make([]ingest.RawBlock, n)
-	for i := range raw {
-		raw[i] = gen.Next()
-	}
-	node, err := evmsim.New(43112, raw)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw = nil
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: node}
-	go srv.Serve(l) //nolint:errcheck
-	defer srv.Close()
-	url := "http://" + l.Addr().String()
+	n := envInt(b, "BENCH_BLOCKS", 5000)
+	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
+	rpcBatch := envInt(b, "BENCH_RPC_BATCH", benchRPCBatch)
+	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
+	url := startNode(b, n)
+	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
 
 	for _, backend := range storetest.Backends {
 		b.Run(backend, func(b *testing.B) {
-			var total time.Duration
+			var wall, cpu, server time.Duration
+			var written int64
+			var dbBytes int64
+			resetPeakRSS()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				db := storetest.Open(b, storetest.DSNFor(b, backend))
-				src, err := source.NewEVM(context.Background(), url, source.EVMOptions{BatchSize: 50, Concurrency: 4})
+				dsn := storetest.DSNFor(b, backend)
+				keep := os.Getenv("BENCH_SQLITE")
+				if backend == "sqlite" && keep != "" {
+					for _, suffix := range []string{"", "-wal", "-shm"} {
+						os.Remove(keep + suffix)
+					}
+					dsn = "sqlite:" + keep
+				}
+				db := storetest.Open(b, dsn)
+				src, err := source.NewEVM(context.Background(), url, source.EVMOptions{BatchSize: rpcBatch, Concurrency: rpcConc})
 				if err != nil {
 					b.Fatal(err)
 				}
-				ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: gen.Alloc(),
+				ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {
 					b.Fatal(err)
 				}
-				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112", Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: 100}
+				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
+					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch}
 				var logw io.Writer = io.Discard
 				if os.Getenv("BENCH_LOG") != "" {
 					logw = os.Stderr
 				}
 				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, slog.New(slog.NewTextHandler(logw, nil)))
+				stopProfile := startProfile(b, backend)
+				srv := newServerCPU(b, db)
+				io0 := writtenBytes()
+				cpu0 := cpuTime()
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				total += time.Since(start)
+				wall += time.Since(start)
+				b.StopTimer()
+				cpu += cpuTime() - cpu0
+				written += writtenBytes() - io0
+				server += srv.used()
+				stopProfile()
+				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(n-1) {
+					b.Fatalf("checkpoint %d (%v), want %d", h, err, n-1)
+				}
+				if strings.HasPrefix(dsn, "sqlite:") {
+					dbBytes += fileSize(strings.TrimPrefix(dsn, "sqlite:"))
+				}
+				src.Close()
 			}
-			secs := total.Seconds() / float64(b.N)
-			b.ReportMetric(float64(n)/secs, "blocks/s")
-			b.ReportMetric(float64(n*txPerBlock)/secs, "txs/s")
+			per := float64(b.N)
+			blocks := float64(n) * per
+			b.ReportMetric(blocks/wall.Seconds(), "blocks/s")
+			b.ReportMetric(blocks*benchTxPerBlock/wall.Seconds(), "txs/s")
+			b.ReportMetric(blocks/cpu.Seconds(), "blocks/cpu-s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peakRSS_MB")
+			if backend == "postgres" {
+				b.ReportMetric(server.Seconds()/per, "server_cpu_s")
+				b.ReportMetric(blocks/(cpu+server).Seconds(), "blocks/total-cpu-s")
+			} else {
+				b.ReportMetric(float64(written)/blocks/1024, "written_KB/block")
+				b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
+			}
 		})
 	}
 }
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}
+
+// startNode starts this test binary as the JSON-RPC node serving blocks
+// 0..n-1 of the generator's chain, and returns its URL. The child exits when
+// its stdin closes (at the end of the benchmark, or if this process dies).
+func startNode(b *testing.B, n int) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start node: %v", err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait() //nolint:errcheck // the node's exit status says nothing about the benchmark
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("node: %v", err)
+	}
+	return "http://" + strings.TrimSpace(line)
+}
+
+// runNode is the node process: it generates the blocks, serves them on a
+// loopback port it prints, and exits when stdin closes.
+func runNode() int {
+	n, err := strconv.Atoi(os.Getenv(nodeEnv))
+	if err != nil || n < 1 {
+		fmt.Fprintf(os.Stderr, "node: %s=%q\n", nodeEnv, os.Getenv(nodeEnv))
+		return 2
+	}
+	node, err := evmsim.New(43112, evm.GenerateBlocks(n, benchTxPerBlock, 1))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node:", err)
+		return 1
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node:", err)
+		return 1
+	}
+	srv := &http.Server{Handler: node, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) //nolint:errcheck // ends with the process
+	fmt.Println(l.Addr().String())
+	io.Copy(io.Discard, os.Stdin) //nolint:errcheck // EOF or error: the parent is gone either way
+	return 0
+}
+
+// startProfile starts the CPU profile of the timed part when asked; the
+// returned func stops it and writes the heap profile (BENCH_MEMPROFILE).
+func startProfile(b *testing.B, backend string) func() {
+	var cpuFile *os.File
+	if prefix := os.Getenv("BENCH_CPUPROFILE"); prefix != "" {
+		f, err := os.Create(prefix + "." + backend)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			b.Fatal(err)
+		}
+		cpuFile = f
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			cpuFile.Close()
+		}
+		if prefix := os.Getenv("BENCH_MEMPROFILE"); prefix != "" {
+			f, err := os.Create(prefix + "." + backend)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// cpuTime is this process's user+system CPU time (every thread, SQLite's
+// work in cgo calls included; none of a PostgreSQL server's).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU measures the CPU time of a PostgreSQL cluster's processes: the
+// postmaster (with its reaped children) and its live children.
+type serverCPU struct {
+	postmaster int
+	start      time.Duration
+}
+
+func newServerCPU(b *testing.B, db *store.DB) *serverCPU {
+	if db.Dialect() != store.Postgres {
+		return &serverCPU{}
+	}
+	var pid int
+	if err := db.QueryRowContext(context.Background(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		b.Fatal(err)
+	}
+	st, ok := procStat(pid)
+	if !ok {
+		return &serverCPU{} // not on this machine's /proc: no server figure
+	}
+	s := &serverCPU{postmaster: st.ppid}
+	s.start = s.total()
+	return s
+}
+
+func (s *serverCPU) used() time.Duration {
+	if s.postmaster == 0 {
+		return 0
+	}
+	return s.total() - s.start
+}
+
+func (s *serverCPU) total() time.Duration {
+	pm, ok := procStat(s.postmaster)
+	if !ok {
+		return 0
+	}
+	ticks := pm.self + pm.children
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if st, ok := procStat(pid); ok && st.ppid == s.postmaster {
+			ticks += st.self
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
+type stat struct {
+	ppid           int
+	self, children int64 // utime+stime, cutime+cstime (clock ticks)
+}
+
+func procStat(pid int) (stat, bool) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, false
+	}
+	// The command name (field 2) may hold spaces; fields restart after ')'.
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return stat{}, false
+	}
+	num := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
+	// f[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
+	return stat{ppid: int(num(1)), self: num(11) + num(12), children: num(13) + num(14)}, true
+}
+
+// writtenBytes is what this process has passed to write calls so far
+// (/proc/self/io wchar): for SQLite, the WAL and checkpoint writes.
+func writtenBytes() int64 {
+	raw, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "wchar:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// resetPeakRSS restarts the kernel's peak-RSS counter (VmHWM), so each
+// backend's figure is its own.
+func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) } //nolint:errcheck // best effort
 
 // peakRSS is the process's peak resident set (VmHWM), in bytes.
 func peakRSS() int64 {
@@ -96,12 +355,14 @@ func peakRSS() int64 {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				return 0
+			}
+			kb, _ := strconv.ParseInt(f[0], 10, 64)
 			return kb << 10
 		}
 	}
-	_ = runtime.NumCPU
 	return 0
 }

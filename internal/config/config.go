@@ -36,6 +36,11 @@ type Config struct {
 	TrustedProxies []string
 	CORSOrigins    []string
 	LagThreshold   int64
+	// Export jobs.
+	ExportRowCap    int64
+	ExportRetention time.Duration
+	ExportWorkers   int
+	ExportURLTTL    time.Duration
 	// WarpStakingKey/Cert give the Warp aggregator a stable node id (optional).
 	WarpStakingKey, WarpStakingCert string
 	// Upstream is the node asked for live-only fields (platform uptime/connected).
@@ -82,6 +87,10 @@ func Register(fs *flag.FlagSet) *Config {
 	})
 	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
 	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
+	fs.Int64Var(&c.ExportRowCap, "export-row-cap", 0, "rows after which an export ends at a day boundary with a continuation date (0: default 1000000; negative: no cap)")
+	fs.DurationVar(&c.ExportRetention, "export-retention", 0, "how long finished exports are kept (0: default 168h)")
+	fs.IntVar(&c.ExportWorkers, "export-workers", 0, "export jobs run at once by this process (0: default 2; negative: none)")
+	fs.DurationVar(&c.ExportURLTTL, "export-url-ttl", 0, "lifetime of signed download URLs (0: default 1h)")
 	fs.StringVar(&c.WarpStakingKey, "warp-staking-key", "", "PEM staking key giving the Warp aggregator a stable node id (with --warp-staking-cert)")
 	fs.StringVar(&c.WarpStakingCert, "warp-staking-cert", "", "PEM staking certificate for --warp-staking-key")
 	fs.String("config", "", "optional YAML config file (keys are flag names)")

@@ -150,10 +150,10 @@ type RetryPolicy struct {
 // other status is final at its first occurrence.
 func DefaultRetry() map[string]RetryPolicy {
 	return map[string]RetryPolicy{
-		StatusUnreachable:  {Max: 5, Base: time.Minute, Cap: 6 * time.Hour},
-		StatusThrottled:    {Max: 8, Base: 2 * time.Minute, Cap: 6 * time.Hour},
-		StatusInvalidJSON:  {Max: 2, Base: 10 * time.Minute, Cap: time.Hour}, // a truncated answer of a flaky server
-		StatusUnknown:      {Max: 10, Base: 30 * time.Second, Cap: time.Hour}, // the node failed to answer tokenURI/uri
+		StatusUnreachable: {Max: 5, Base: time.Minute, Cap: 6 * time.Hour},
+		StatusThrottled:   {Max: 8, Base: 2 * time.Minute, Cap: 6 * time.Hour},
+		StatusInvalidJSON: {Max: 2, Base: 10 * time.Minute, Cap: time.Hour},  // a truncated answer of a flaky server
+		StatusUnknown:     {Max: 10, Base: 30 * time.Second, Cap: time.Hour}, // the node failed to answer tokenURI/uri
 	}
 }
 

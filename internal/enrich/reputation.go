@@ -29,8 +29,8 @@ import (
 // listing joins: filterSpamTokens=true (the default) hides Malicious tokens.
 
 var (
-	reURL      = regexp.MustCompile(`(?i)(https?://|www\.|t\.me/)`)
-	reDomain   = regexp.MustCompile(`(?i)\b[a-z0-9][a-z0-9-]{0,62}\s?\.\s?(com|net|org|io|xyz|app|site|online|top|vip|cc|gift|club|pro|link|info|biz|live|claims?|website|icu|lol|ru|cn)\b`)
+	reURL       = regexp.MustCompile(`(?i)(https?://|www\.|t\.me/)`)
+	reDomain    = regexp.MustCompile(`(?i)\b[a-z0-9][a-z0-9-]{0,62}\s?\.\s?(com|net|org|io|xyz|app|site|online|top|vip|cc|gift|club|pro|link|info|biz|live|claims?|website|icu|lol|ru|cn)\b`)
 	reClaimBait = regexp.MustCompile(`(?i)\b(claim|claims|visit|airdrop|airdrops)\b`)
 )
 

@@ -27,13 +27,13 @@ type addrPolicy struct {
 var (
 	// Always refused: not a destination a metadata host can have.
 	neverPrefixes = mustPrefixes(
-		"0.0.0.0/8",          // "this network"
-		"240.0.0.0/4",        // reserved, and 255.255.255.255 broadcast
-		"192.0.2.0/24",       // documentation (TEST-NET-1)
-		"198.51.100.0/24",    // TEST-NET-2
-		"203.0.113.0/24",     // TEST-NET-3
-		"2001:db8::/32",      // documentation
-		"100::/64",           // discard-only
+		"0.0.0.0/8",       // "this network"
+		"240.0.0.0/4",     // reserved, and 255.255.255.255 broadcast
+		"192.0.2.0/24",    // documentation (TEST-NET-1)
+		"198.51.100.0/24", // TEST-NET-2
+		"203.0.113.0/24",  // TEST-NET-3
+		"2001:db8::/32",   // documentation
+		"100::/64",        // discard-only
 	)
 	// Private, shared and special-purpose ranges beyond netip's IsPrivate:
 	// refused unless AllowPrivate.

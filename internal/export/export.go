@@ -99,7 +99,8 @@ type Config struct {
 	// Retention is how long a finished operation and its file are kept
 	// (after which GET answers 404). Default 7 days.
 	Retention time.Duration
-	// Workers is the number of jobs this process runs at once. Default 2.
+	// Workers is the number of jobs this process runs at once. Default 2;
+	// negative: none (a replica that only serves the API; others run the jobs).
 	Workers int
 	// URLTTL is the lifetime of a download URL (never beyond retention).
 	// Default 1 hour.
@@ -179,9 +180,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("export: PublicURL must not carry a query or fragment, got %q", c.PublicURL)
 	}
 	var errs []error
-	if c.Workers < 0 {
-		errs = append(errs, errors.New("Workers must not be negative"))
-	}
 	for name, d := range map[string]time.Duration{"Retention": c.Retention, "URLTTL": c.URLTTL, "Lease": c.Lease,
 		"Poll": c.Poll, "JobTimeout": c.JobTimeout, "GCInterval": c.GCInterval} {
 		if d < 0 {

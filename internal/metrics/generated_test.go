@@ -57,10 +57,10 @@ func tableDump(t *testing.T, db *store.DB) map[string][]string {
 // buckets equal the counts read from the raw block JSON, and reindex rebuilds
 // the same tables from the raw blocks.
 func TestRollupGeneratedChain(t *testing.T) {
-	blocks := evm.GenerateBlocks(240, 40, 7)
+	blocks := evm.GenerateBlocks(150, 30, 7)
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		g := evm.NewGenerator(7, 40)
+		g := evm.NewGenerator(7, 30)
 		inner, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -89,7 +89,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	if strings.HasSuffix(base, "?") {
 		sep = ""
 	}
-	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-65536"
+	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-262144"
 	if !memory {
 		common += "&_journal_mode=WAL&_synchronous=NORMAL"
 	}

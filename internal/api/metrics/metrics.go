@@ -10,6 +10,22 @@
 //
 // Answers come from the rollups internal/metrics maintains as blocks are
 // indexed; nothing here scans blocks, transactions or balances.
+//
+// What the numbers mean:
+//
+//   - avg_tps point = transactions of the blocks whose time falls in the
+//     interval (UTC hour, day, week from Monday, or month) / the interval's
+//     seconds. The interval holding the chain's newest indexed block is
+//     unfinished: it is divided by the seconds from its start to that block's
+//     time (at least 1) — the indexed tip's time, never the wall clock, so an
+//     index answers the same whenever it is asked, and a replay of the same
+//     blocks answers the same as the original. Intervals without blocks are 0;
+//     the series runs from the oldest indexed block's interval to the
+//     newest's. P and X count their blocks' txs (not genesis txs); EVM chains
+//     their EVM transactions (not the C-chain's atomic txs). lastRun is the
+//     wall-clock time ingestion last wrote the chain's rollups.
+//   - listHolders sortKey = tokens held (ERC-1155: units summed over ids) by
+//     an address with a positive balance; totalTokens = the sum of sortKeys.
 package metrics
 
 import (

@@ -55,7 +55,7 @@ func (h *handlers) getNative(r *http.Request) (any, error) {
 		return nil, err
 	}
 	n := blockNumberParam(q.p, q.tip)
-	currencyParam(q.p)
+	currency := currencyParam(q.p)
 	if err := q.p.Err(); err != nil {
 		return nil, err
 	}
@@ -63,6 +63,7 @@ func (h *handlers) getNative(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.priceNative(r.Context(), q, &nb, currency)
 	return GetNativeBalanceResponse{NativeTokenBalance: nb}, nil
 }
 
@@ -119,10 +120,9 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		return nil, err
 	}
 	contracts := contractAddressesParam(q.p)
-	// With no reputation data indexed, no token is known as spam: the
-	// filter is validated and has nothing to remove yet.
-	_ = q.p.Bool("filterSpamTokens", true)
-	currencyParam(q.p)
+	// Spam: tokens the enrichment judged Malicious (enrich_token_reputation).
+	filterSpam := q.p.Bool("filterSpamTokens", true)
+	currency := currencyParam(q.p)
 	bp := h.balancePage(q, "evm.listErc20", true)
 	if err := q.p.Err(); err != nil {
 		return nil, err
@@ -143,7 +143,11 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 	if len(contracts) > 0 {
 		cond += " AND b.token IN (" + inList(vals, "c", contracts) + ")"
 	}
-	rows, err := h.query(ctx, `SELECT x.token, x.bal, c.name, c.symbol, c.decimals FROM (
+	spam := ""
+	if filterSpam {
+		spam = " AND (rep.reputation IS NULL OR rep.reputation <> 'Malicious')"
+	}
+	rows, err := h.query(ctx, `SELECT x.token, x.bal, c.name, c.symbol, c.decimals, rep.reputation FROM (
 		SELECT b.chain_key, b.token,
 			CASE WHEN b.block_number <= @n THEN b.balance ELSE (
 				SELECT hb.balance FROM evm_token_balance_history hb
@@ -153,7 +157,8 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		FROM evm_token_balances b
 		WHERE b.chain_key = @chain AND b.holder = @holder AND b.erc_type = 'ERC-20' AND b.token_id = ''`+cond+`
 	) x LEFT JOIN evm_contracts c ON c.chain_key = x.chain_key AND c.address = x.token
-	WHERE x.bal IS NOT NULL AND x.bal <> '0'
+	LEFT JOIN enrich_token_reputation rep ON rep.chain_key = x.chain_key AND rep.address = x.token
+	WHERE x.bal IS NOT NULL AND x.bal <> '0'`+spam+`
 	ORDER BY x.token LIMIT @limit`, vals)
 	if err != nil {
 		return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
@@ -161,13 +166,16 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var b Erc20TokenBalance
-		var name, symbol sql.NullString
+		var name, symbol, rep sql.NullString
 		var dec sql.NullInt64
-		if err := rows.Scan(&b.Address, &b.Balance, &name, &symbol, &dec); err != nil {
+		if err := rows.Scan(&b.Address, &b.Balance, &name, &symbol, &dec, &rep); err != nil {
 			return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
 		}
 		b.Name, b.Symbol, b.Decimals = name.String, symbol.String, int(dec.Int64)
 		b.ErcType, b.ChainID = ercERC20, q.chain.EVMChainID
+		if rep.Valid {
+			b.TokenReputation = &rep.String
+		}
 		resp.Erc20TokenBalances = append(resp.Erc20TokenBalances, b)
 	}
 	if err := rows.Err(); err != nil {
@@ -178,6 +186,7 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		last := resp.Erc20TokenBalances[bp.limit-1]
 		resp.NextPageToken = bp.next(h, balanceCursor{Token: last.Address})
 	}
+	h.enrichErc20(ctx, q, &resp, currency)
 	return resp, nil
 }
 
@@ -209,6 +218,7 @@ func (h *handlers) listErc721(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.priceNative(ctx, q, &nb, "usd") // the route has no currency parameter
 	resp := ListErc721BalancesResponse{NativeTokenBalance: nb, Erc721TokenBalances: items}
 	if len(items) > bp.limit {
 		resp.Erc721TokenBalances = items[:bp.limit]
@@ -239,7 +249,7 @@ func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage,
 		cond += " AND o.token = @contract"
 	}
 	rows, err := h.query(ctx, `SELECT o.token, o.token_id, n.token_uri, COALESCE(n.metadata_status, ''),
-			n.metadata, c.name, c.symbol
+			n.metadata, COALESCE(n.metadata_updated_at, 0), c.name, c.symbol
 		FROM evm_nft_owner_history o
 		LEFT JOIN evm_nft_tokens n ON n.chain_key = o.chain_key AND n.token = o.token AND n.token_id = o.token_id
 		LEFT JOIN evm_contracts c ON c.chain_key = o.chain_key AND c.address = o.token
@@ -257,12 +267,13 @@ func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage,
 		var t Erc721Token
 		var uri, doc, name, symbol sql.NullString
 		var status string
-		if err := rows.Scan(&t.Address, &t.TokenID, &uri, &status, &doc, &name, &symbol); err != nil {
+		var updated int64
+		if err := rows.Scan(&t.Address, &t.TokenID, &uri, &status, &doc, &updated, &name, &symbol); err != nil {
 			return nil, fmt.Errorf("erc-721 balances of %s: %w", q.addr, err)
 		}
 		t.Name, t.Symbol, t.TokenURI = name.String, symbol.String, uri.String
 		t.ErcType, t.OwnerAddress, t.ChainID = ercERC721, q.addr, q.chain.EVMChainID
-		t.Metadata = tokenMetadata(status, doc.String, false)
+		t.Metadata = tokenMetadataAt(status, doc.String, false, updated)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -290,6 +301,7 @@ func (h *handlers) listErc1155(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.priceNative(ctx, q, &nb, "usd") // the route has no currency parameter
 	resp := ListErc1155BalancesResponse{NativeTokenBalance: nb, Erc1155TokenBalances: items}
 	if len(items) > bp.limit {
 		resp.Erc1155TokenBalances = items[:bp.limit]
@@ -312,7 +324,8 @@ func (h *handlers) erc1155Held(ctx context.Context, q *chainReq, bp balancePage,
 		vals["contract"] = contract
 		cond += " AND b.token = @contract"
 	}
-	rows, err := h.query(ctx, `SELECT x.token, x.token_id, x.bal, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata FROM (
+	rows, err := h.query(ctx, `SELECT x.token, x.token_id, x.bal, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata,
+		COALESCE(n.metadata_updated_at, 0) FROM (
 		SELECT b.chain_key, b.token, b.token_id,
 			CASE WHEN b.block_number <= @n THEN b.balance ELSE (
 				SELECT hb.balance FROM evm_token_balance_history hb
@@ -333,11 +346,12 @@ func (h *handlers) erc1155Held(ctx context.Context, q *chainReq, bp balancePage,
 		var t Erc1155Token
 		var uri, doc sql.NullString
 		var status string
-		if err := rows.Scan(&t.Address, &t.TokenID, &t.Balance, &uri, &status, &doc); err != nil {
+		var updated int64
+		if err := rows.Scan(&t.Address, &t.TokenID, &t.Balance, &uri, &status, &doc, &updated); err != nil {
 			return nil, fmt.Errorf("erc-1155 balances of %s: %w", q.addr, err)
 		}
 		t.TokenURI, t.ErcType, t.ChainID = uri.String, ercERC1155, q.chain.EVMChainID
-		t.Metadata = tokenMetadata(status, doc.String, true)
+		t.Metadata = tokenMetadataAt(status, doc.String, true, updated)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {

@@ -39,6 +39,37 @@ type Deps struct {
 	// The C-chain defaults to AVAX; other chains without an entry have a
 	// native token with empty name and symbol and 18 decimals (the EVM's).
 	Chains map[string]ChainConfig
+	// Enrichment, when set, supplies prices (price and balanceValue of
+	// balances) and the operator's curated contract facts (internal/enrich,
+	// adapted by internal/api/enrichapi). Nil: those fields are omitted.
+	Enrichment Enrichment
+}
+
+// Enrichment is what internal/enrich adds beyond the index. Token
+// reputations need no method: the enrichment writes them to
+// enrich_token_reputation, which the ERC-20 balance listing joins.
+type Enrichment interface {
+	// CurrentPrices returns the current price in currency (decimal
+	// strings) of each token of the EVM chain that has one, keyed by
+	// 0x-lowercase address ("" is the native token). A token without a
+	// price is absent, never zero.
+	CurrentPrices(ctx context.Context, evmChainID string, tokens []string, currency string) map[string]string
+	// Curated returns the operator's registry entry of a contract.
+	Curated(evmChainID, address string) (Curated, bool)
+}
+
+// Curated is the operator's description of a contract (spec 2.12's
+// curated fields). Name is shown when the contract has no name() of its own.
+type Curated struct {
+	Name          string
+	Description   string
+	OfficialSite  string
+	Email         string
+	LogoAsset     *ImageAsset
+	BannerAsset   *ImageAsset
+	Color         string
+	ResourceLinks []ResourceLink
+	Tags          []string
 }
 
 // ChainConfig is the operator's description of one EVM chain.
@@ -271,8 +302,8 @@ func parseTokenID(s string) (string, bool) {
 	return v.String(), true
 }
 
-// currencyParam validates currency (prices are not indexed yet, so it
-// changes nothing in the answer).
+// currencyParam validates currency, the currency of prices and balance
+// values (default usd).
 func currencyParam(p *api.Params) string {
 	return p.Enum("currency", "usd", currencies...)
 }

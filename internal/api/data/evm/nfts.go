@@ -24,15 +24,16 @@ type nftRow struct {
 	id, typ, owner string
 	uri, doc       sql.NullString
 	status         string
+	updated        int64 // metadata_updated_at
 }
 
 func (n *nftRow) token(addr string, info contractInfo) any {
 	if n.typ == ercERC1155 {
 		return Erc1155Token{Address: addr, ErcType: ercERC1155, TokenID: n.id, TokenURI: n.uri.String,
-			Metadata: tokenMetadata(n.status, n.doc.String, true)}
+			Metadata: tokenMetadataAt(n.status, n.doc.String, true, n.updated)}
 	}
 	return Erc721Token{Address: addr, Name: info.name.String, Symbol: info.symbol.String, ErcType: ercERC721,
-		TokenID: n.id, TokenURI: n.uri.String, Metadata: tokenMetadata(n.status, n.doc.String, false), OwnerAddress: n.owner}
+		TokenID: n.id, TokenURI: n.uri.String, Metadata: tokenMetadataAt(n.status, n.doc.String, false, n.updated), OwnerAddress: n.owner}
 }
 
 func (h *handlers) listNFTTokens(r *http.Request) (any, error) {
@@ -106,9 +107,9 @@ func (h *handlers) getNFTToken(r *http.Request) (any, error) {
 	}
 	ctx := r.Context()
 	var n nftRow
-	err = h.d.DB.QueryRowContext(ctx, `SELECT token_id, erc_type, owner, token_uri, metadata, metadata_status
+	err = h.d.DB.QueryRowContext(ctx, `SELECT token_id, erc_type, owner, token_uri, metadata, metadata_status, metadata_updated_at
 		FROM evm_nft_tokens WHERE chain_key = $1 AND token = $2 AND token_id = $3`, q.chain.Key, q.addr, id).
-		Scan(&n.id, &n.typ, &n.owner, &n.uri, &n.doc, &n.status)
+		Scan(&n.id, &n.typ, &n.owner, &n.uri, &n.doc, &n.status, &n.updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, api.NotFound("token %s of collection %s is not indexed on chain %s (no transfer of it was seen)", id, q.addr, q.chain.EVMChainID)
 	}
@@ -138,7 +139,7 @@ func (h *handlers) nftTokens(ctx context.Context, q *chainReq, tip int64, cond s
 			COALESCE((SELECT o.owner FROM evm_nft_owner_history o
 				WHERE o.chain_key = n.chain_key AND o.token = n.token AND o.token_id = n.token_id AND o.block_number <= @tip
 				ORDER BY o.block_number DESC LIMIT 1), ''),
-			n.token_uri, n.metadata, n.metadata_status
+			n.token_uri, n.metadata, n.metadata_status, n.metadata_updated_at
 		FROM evm_nft_tokens n
 		WHERE n.chain_key = @chain AND n.token = @token AND n.first_block <= @tip`+cond+` LIMIT @limit`, vals)
 	if err != nil {
@@ -148,7 +149,7 @@ func (h *handlers) nftTokens(ctx context.Context, q *chainReq, tip int64, cond s
 	var out []nftRow
 	for rows.Next() {
 		var n nftRow
-		if err := rows.Scan(&n.id, &n.typ, &n.owner, &n.uri, &n.doc, &n.status); err != nil {
+		if err := rows.Scan(&n.id, &n.typ, &n.owner, &n.uri, &n.doc, &n.status, &n.updated); err != nil {
 			return nil, fmt.Errorf("nft tokens of %s: %w", q.addr, err)
 		}
 		out = append(out, n)

@@ -80,7 +80,8 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		cond = " AND (t.block_number, t.log_index, t.batch_index) < (@b, @l, @x)"
 	}
 	rows, err := h.query(ctx, `SELECT t.block_number, t.log_index, t.batch_index, t.tx_hash, t.block_time, bl.hash,
-			t.erc_type, t.from_addr, t.to_addr, t.token_id, t.value, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata
+			t.erc_type, t.from_addr, t.to_addr, t.token_id, t.value, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata,
+			COALESCE(n.metadata_updated_at, 0)
 		FROM evm_transfers t`+h.indexedBy("evm_transfers_token")+`
 		JOIN evm_blocks bl ON bl.chain_key = t.chain_key AND bl.number = t.block_number
 		LEFT JOIN evm_nft_tokens n ON n.chain_key = t.chain_key AND n.token = t.token AND n.token_id = t.token_id
@@ -100,8 +101,9 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		var t Transfer
 		var typ, tokenID, value, status string
 		var uri, doc sql.NullString
+		var updated int64
 		if err := rows.Scan(&last.Block, &last.Log, &last.Batch, &t.TxHash, &t.BlockTimestamp, &t.BlockHash,
-			&typ, &t.From.Address, &t.To.Address, &tokenID, &value, &uri, &status, &doc); err != nil {
+			&typ, &t.From.Address, &t.To.Address, &tokenID, &value, &uri, &status, &doc, &updated); err != nil {
 			return nil, fmt.Errorf("transfers of %s: %w", q.addr, err)
 		}
 		t.BlockNumber = strconv.FormatInt(last.Block, 10)
@@ -113,11 +115,11 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 				Decimals: int(info.decimals.Int64), ErcType: ercERC20}
 		case ercERC721:
 			t.Erc721Token = &Erc721Token{Address: q.addr, Name: info.name.String, Symbol: info.symbol.String,
-				ErcType: ercERC721, TokenID: tokenID, TokenURI: uri.String, Metadata: tokenMetadata(status, doc.String, false)}
+				ErcType: ercERC721, TokenID: tokenID, TokenURI: uri.String, Metadata: tokenMetadataAt(status, doc.String, false, updated)}
 		case ercERC1155:
 			t.Value = &value
 			t.Erc1155Token = &Erc1155Token{Address: q.addr, ErcType: ercERC1155, TokenID: tokenID, TokenURI: uri.String,
-				Metadata: tokenMetadata(status, doc.String, true)}
+				Metadata: tokenMetadataAt(status, doc.String, true, updated)}
 		default:
 			return nil, fmt.Errorf("transfers of %s: unknown erc type %q at block %d log %d", q.addr, typ, last.Block, last.Log)
 		}

@@ -9,10 +9,11 @@ import (
 // Values with no source in the index are absent (prices, balance values,
 // logos) or carry their honest state (NFT metadata "UNINDEXED").
 
-// Money is the shared Money object; nothing sets it until prices are indexed.
+// Money is the shared Money object (spec 2.1): a lowercase currency code
+// and a decimal string value. Set only when a price is known.
 type Money struct {
-	CurrencyCode string  `json:"currencyCode"`
-	Value        float64 `json:"value"`
+	CurrencyCode string `json:"currencyCode"`
+	Value        string `json:"value"`
 }
 
 // NativeTokenBalance is spec 2.1 NativeTokenBalance.
@@ -32,8 +33,8 @@ type GetNativeBalanceResponse struct {
 	NativeTokenBalance NativeTokenBalance `json:"nativeTokenBalance"`
 }
 
-// Erc20TokenBalance is spec 2.7. tokenReputation is null: no reputation
-// source is indexed.
+// Erc20TokenBalance is spec 2.7. tokenReputation is the enrichment's
+// (enrich_token_reputation): Malicious, Benign, or null when unknown.
 type Erc20TokenBalance struct {
 	Address         string  `json:"address"`
 	Name            string  `json:"name"`
@@ -230,8 +231,9 @@ type DeploymentDetails struct {
 
 // ContractMetadata is spec 2.12: Erc20Contract, Erc721Contract,
 // Erc1155Contract or UnknownContract by ercType. The curated fields
-// (description, site, email, assets, color, links, tags) have no source in
-// the index: the links and tags are empty, the rest absent.
+// (description, site, email, assets, color, links, tags) come from the
+// operator's registry (Deps.Enrichment); without an entry the links and
+// tags are empty, the rest absent.
 type ContractMetadata struct {
 	Name              *string            `json:"name,omitempty"`
 	Description       *string            `json:"description,omitempty"`
@@ -293,6 +295,16 @@ var metadataStatuses = map[string]bool{
 	"UNKNOWN": true, "MISSING_TOKEN": true, "INVALID_TOKEN_URI": true, "INVALID_TOKEN_URI_SCHEME": true,
 	"UNREACHABLE_TOKEN_URI": true, "THROTTLED_TOKEN_URI": true, "METADATA_CONTENT_TOO_LARGE": true,
 	"INVALID_METADATA": true, "INVALID_METADATA_JSON": true, StatusIndexed: true, StatusUnindexed: true,
+}
+
+// tokenMetadataAt is tokenMetadata with the time its status was written
+// (evm_nft_tokens.metadata_updated_at, unix seconds; 0: never).
+func tokenMetadataAt(status, doc string, erc1155 bool, updatedAt int64) TokenMetadata {
+	m := tokenMetadata(status, doc, erc1155)
+	if m.IndexStatus != StatusUnindexed && updatedAt > 0 {
+		m.MetadataLastUpdatedTimestamp = updatedAt
+	}
+	return m
 }
 
 // tokenMetadata maps the indexer's metadata state of one NFT token to

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -36,6 +37,16 @@ type Deps struct {
 	// active validators (uptime, reachability, version); without it those
 	// optional facts are left out of the records.
 	Node NodeView
+	// Prices, when set, prices rewards (reward.historicalPrice, from
+	// internal/enrich); without it the field is left out.
+	Prices Prices
+}
+
+// Prices supplies historical prices of primary-network assets.
+type Prices interface {
+	// HistoricalPrice returns the price in currency (a decimal string) of
+	// the asset on the UTC day of at, when known.
+	HistoricalPrice(ctx context.Context, assetID, currency string, at time.Time) (string, bool)
 }
 
 // Page size bounds (spec 4.4 and 8).

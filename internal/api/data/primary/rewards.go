@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 )
@@ -13,20 +14,33 @@ import (
 var Currencies = []string{"usd", "eur", "aud", "cad", "chf", "clp", "cny", "czk", "dkk", "gbp", "hkd", "huf", "jpy", "nzd"}
 
 // HistoricalReward is the OpenAPI HistoricalReward: one reward UTXO paid
-// to a staker. reward.historicalPrice is price enrichment, which this index
-// does not do, so it is left out (it is optional).
+// to a staker. reward.historicalPrice is the asset's price on the day the
+// reward was paid (Deps.Prices), left out when unknown (it is optional).
 type HistoricalReward struct {
-	Addresses      []string    `json:"addresses"`
-	TxHash         string      `json:"txHash"`
-	AmountStaked   string      `json:"amountStaked"`
-	NodeID         string      `json:"nodeId"`
-	StartTimestamp int64       `json:"startTimestamp"`
-	EndTimestamp   int64       `json:"endTimestamp"`
-	RewardType     string      `json:"rewardType"`
-	UtxoID         string      `json:"utxoId"`
-	OutputIndex    int64       `json:"outputIndex"`
-	Reward         AssetAmount `json:"reward"`
-	RewardTxHash   string      `json:"rewardTxHash"`
+	Addresses      []string     `json:"addresses"`
+	TxHash         string       `json:"txHash"`
+	AmountStaked   string       `json:"amountStaked"`
+	NodeID         string       `json:"nodeId"`
+	StartTimestamp int64        `json:"startTimestamp"`
+	EndTimestamp   int64        `json:"endTimestamp"`
+	RewardType     string       `json:"rewardType"`
+	UtxoID         string       `json:"utxoId"`
+	OutputIndex    int64        `json:"outputIndex"`
+	Reward         RewardAmount `json:"reward"`
+	RewardTxHash   string       `json:"rewardTxHash"`
+}
+
+// RewardAmount is the OpenAPI AssetWithPriceInfo.
+type RewardAmount struct {
+	AssetAmount
+	HistoricalPrice *Money `json:"historicalPrice,omitempty"`
+}
+
+// Money is the shared Money object (spec 2.1): a lowercase currency code
+// and a decimal string value.
+type Money struct {
+	CurrencyCode string `json:"currencyCode"`
+	Value        string `json:"value"`
 }
 
 // ListRewardsResponse is ListHistoricalRewardsResponse.
@@ -72,7 +86,7 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	}
 	size := p.PageSize(defaultPageSize, 1, maxPageSize)
 	order := sortOrder(p, "desc")
-	p.Enum("currency", "usd", Currencies...)
+	currency := p.Enum("currency", "usd", Currencies...)
 	var cur rewardCursor
 	has, err := h.decodeCursor(q, routeRewards, &cur)
 	if err != nil {
@@ -120,6 +134,7 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	}
 	defer rows.Close()
 	var last rewardCursor
+	var paidAt []int64 // reward times, for prices
 	as := newAssets(h.d.DB)
 	for rows.Next() {
 		var (
@@ -141,8 +156,9 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 			return nil, fmt.Errorf("reward %s: %w", x.UtxoID, err)
 		}
 		x.AmountStaked = unpad(staked)
-		x.Reward = AssetAmount{AssetID: asset, Amount: unpad(amount)}
+		x.Reward = RewardAmount{AssetAmount: AssetAmount{AssetID: asset, Amount: unpad(amount)}}
 		out.HistoricalRewards = append(out.HistoricalRewards, x)
+		paidAt = append(paidAt, t)
 		last = rewardCursor{T: t, ID: x.UtxoID}
 	}
 	if err := rows.Err(); err != nil {
@@ -158,7 +174,12 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	}
 	for i := range out.HistoricalRewards {
 		x := &out.HistoricalRewards[i]
-		x.Reward = as.amount(x.Reward.AssetID, x.Reward.Amount)
+		x.Reward.AssetAmount = as.amount(x.Reward.AssetID, x.Reward.Amount)
+		if h.d.Prices != nil {
+			if v, ok := h.d.Prices.HistoricalPrice(ctx, x.Reward.AssetID, currency, time.Unix(paidAt[i], 0)); ok {
+				x.Reward.HistoricalPrice = &Money{CurrencyCode: currency, Value: v}
+			}
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,9 @@
+package enrich
+
+import (
+	"testing"
+
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
