@@ -9,6 +9,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -21,7 +22,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "github.com/mattn/go-sqlite3"    // registers the "sqlite3" database/sql driver
+	"github.com/mattn/go-sqlite3"      // registers the "sqlite3" database/sql driver
 )
 
 // Dialect names the SQL backend.
@@ -83,20 +84,19 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 				return nil, fmt.Errorf("store: create database directory: %w", err)
 			}
 		}
-		base = "file:" + path + "?"
+		// The path goes into a URI: escape what SQLite would read as URI syntax.
+		base = "file:" + strings.NewReplacer("%", "%25", "#", "%23", "?", "%3F").Replace(path) + "?"
 	}
 	sep := "&"
 	if strings.HasSuffix(base, "?") {
 		sep = ""
 	}
-	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-262144"
+	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-65536"
 	if !memory {
 		common += "&_journal_mode=WAL&_synchronous=NORMAL"
 	}
-	w, err := sql.Open("sqlite3", base+common+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite writer: %w", err)
-	}
+	// The writer gets the pragmas of a bulk writer (see writerPragmas).
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas(memory)})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -274,4 +274,37 @@ func splitStatements(body string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// writerPragmas tune the SQLite writer connection for ingestion (measured
+// with BenchmarkIngestEVM, see docs/benchmarks.md "Ingestion"):
+//   - temp_store=MEMORY: every multi-row INSERT that can fail halfway keeps a
+//     statement journal (the pages it changes, to undo just that statement);
+//     in a temp file that was most of the bytes SQLite wrote.
+func writerPragmas(memory bool) []string {
+	return []string{
+		"PRAGMA temp_store = MEMORY",
+	}
+}
+
+// sqliteConnector opens mattn/go-sqlite3 connections and runs pragmas the
+// DSN cannot carry on each, without registering a driver name globally.
+type sqliteConnector struct {
+	dsn     string
+	pragmas []string
+}
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
+	return c.Driver().Open(c.dsn)
+}
+
+func (c sqliteConnector) Driver() driver.Driver {
+	return &sqlite3.SQLiteDriver{ConnectHook: func(conn *sqlite3.SQLiteConn) error {
+		for _, p := range c.pragmas {
+			if _, err := conn.Exec(p, nil); err != nil {
+				return fmt.Errorf("store: sqlite %s: %w", p, err)
+			}
+		}
+		return nil
+	}}
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -47,4 +48,29 @@ func TestMigrateTwiceAndTx(t *testing.T) {
 			t.Fatalf("after rollback count = %d, %v", n, err)
 		}
 	})
+}
+
+// A path with URI syntax characters is one file, not a truncated name.
+func TestSQLitePathEscaping(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, err := store.Open(ctx, "sqlite:"+dir+"/a#1?x.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := store.Open(ctx, "sqlite:"+dir+"/a#2?x.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.ExecContext(ctx, `CREATE TABLE only_in_a (x INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ExecContext(ctx, `CREATE TABLE only_in_a (x INTEGER)`); err != nil {
+		t.Fatalf("second database shares the first one's file: %v", err)
+	}
+	if _, err := os.Stat(dir + "/a#1?x.db"); err != nil {
+		t.Fatalf("file not created under its own name: %v", err)
+	}
 }
