@@ -96,6 +96,25 @@ func (e *executor) finish() error {
 	return e.ix.w.LinkTx(e.ctx, e.db, "P", e.id.String(), e.time, assets, addrs)
 }
 
+// linkSubnetOwner links a subnet-authorized tx to the subnet's owner as it
+// was when the tx was issued: its signers authorized the tx.
+func (e *executor) linkSubnetOwner(subnetID ids.ID) error {
+	var raw string
+	err := e.db.QueryRow(e.ctx, `SELECT owner_addresses FROM p_subnets WHERE subnet_id = $1`, subnetID.String()).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // unknown subnet: the tx was invalid on the node; nothing to link
+	}
+	if err != nil {
+		return fmt.Errorf("pchain: owner of subnet %s: %w", subnetID, err)
+	}
+	var addrs []string
+	if err := json.Unmarshal([]byte(raw), &addrs); err != nil {
+		return fmt.Errorf("pchain: owner of subnet %s: %w", subnetID, err)
+	}
+	e.addOwner(Owner{Addresses: addrs})
+	return nil
+}
+
 func (e *executor) addOwner(o Owner) {
 	for _, a := range o.Addresses {
 		e.addrs[a] = struct{}{}
@@ -219,6 +238,9 @@ func (e *executor) ExportTx(tx *txs.ExportTx) error {
 }
 
 func (e *executor) CreateChainTx(tx *txs.CreateChainTx) error {
+	if err := e.linkSubnetOwner(tx.SubnetID); err != nil {
+		return err
+	}
 	if err := e.spendAndPay(&tx.BaseTx); err != nil {
 		return err
 	}
@@ -252,6 +274,9 @@ func (e *executor) ownerHistory(subnetID ids.ID, o Owner) error {
 }
 
 func (e *executor) TransferSubnetOwnershipTx(tx *txs.TransferSubnetOwnershipTx) error {
+	if err := e.linkSubnetOwner(tx.Subnet); err != nil {
+		return err
+	}
 	if err := e.spendAndPay(&tx.BaseTx); err != nil {
 		return err
 	}
@@ -292,6 +317,9 @@ func (e *executor) AddDelegatorTx(tx *txs.AddDelegatorTx) error {
 }
 
 func (e *executor) AddSubnetValidatorTx(tx *txs.AddSubnetValidatorTx) error {
+	if err := e.linkSubnetOwner(tx.SubnetValidator.Subnet); err != nil {
+		return err
+	}
 	return e.addStakerTx(&tx.BaseTx, tx, nil, false)
 }
 
@@ -317,6 +345,9 @@ func (e *executor) addStakerTx(base *txs.BaseTx, staker txs.Staker, stake []*ava
 }
 
 func (e *executor) RemoveSubnetValidatorTx(tx *txs.RemoveSubnetValidatorTx) error {
+	if err := e.linkSubnetOwner(tx.Subnet); err != nil {
+		return err
+	}
 	if err := e.spendAndPay(&tx.BaseTx); err != nil {
 		return err
 	}
@@ -347,6 +378,9 @@ func (e *executor) RewardValidatorTx(tx *txs.RewardValidatorTx) error {
 }
 
 func (e *executor) ConvertSubnetToL1Tx(tx *txs.ConvertSubnetToL1Tx) error {
+	if err := e.linkSubnetOwner(tx.Subnet); err != nil {
+		return err
+	}
 	if err := e.spendAndPay(&tx.BaseTx); err != nil {
 		return err
 	}
