@@ -16,6 +16,7 @@ import (
 	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
 	"github.com/permafrost-dev/permafrost/internal/api/exportapi"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
+	apimetrics "github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/api/platform"
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
 	"github.com/permafrost-dev/permafrost/internal/chains"
@@ -163,6 +164,7 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	icm.Register(mux, icm.Deps{DB: db, Network: network, Pager: pager, Log: log})
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0)})
+	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
 
 	publicURL := cfg.PublicURL

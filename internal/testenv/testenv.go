@@ -111,6 +111,7 @@ func Devnet(t testing.TB, backend string) *Env {
 		if err != nil {
 			t.Fatal(err)
 		}
+		storetest.RemoveAtExit(dir)
 		dsn = "sqlite:" + filepath.Join(dir, "devnet.db")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -29,6 +29,8 @@ type Cluster struct {
 }
 
 var (
+	atExitMu    sync.Mutex
+	atExit      []string
 	clusterOnce sync.Once
 	cluster     *Cluster
 	clusterErr  error
@@ -42,7 +44,20 @@ func Main(m *testing.M) {
 	if cluster != nil {
 		cluster.Stop()
 	}
+	atExitMu.Lock()
+	for _, dir := range atExit {
+		os.RemoveAll(dir)
+	}
+	atExitMu.Unlock()
 	os.Exit(code)
+}
+
+// RemoveAtExit removes dir when the test binary ends (through Main): for
+// fixtures shared by several tests that outlive any one test's TempDir.
+func RemoveAtExit(dir string) {
+	atExitMu.Lock()
+	atExit = append(atExit, dir)
+	atExitMu.Unlock()
 }
 
 // StartCluster initialises and starts a PostgreSQL cluster in a new temporary
