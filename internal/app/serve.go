@@ -121,11 +121,16 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 			ready(l.Addr().String())
 		}
 	}
-	pipe := ingest.New(db, set.Chains, ingest.Options{Poll: cfg.Poll}, log)
 	ingestCtx, stopIngest := context.WithCancel(ctx)
 	defer stopIngest()
 	ingestDone := make(chan error, 1)
-	go func() { ingestDone <- pipe.Run(ingestCtx) }()
+	if cfg.Ingest {
+		pipe := ingest.New(db, set.Chains, ingest.Options{Poll: cfg.Poll}, log)
+		go func() { ingestDone <- pipe.Run(ingestCtx) }()
+	} else {
+		log.Info("ingestion off: serving what another process indexes")
+		go func() { <-ingestCtx.Done(); ingestDone <- nil }()
+	}
 
 	select {
 	case <-ctx.Done():

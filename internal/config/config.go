@@ -36,6 +36,8 @@ type Config struct {
 	TrustedProxies []string
 	CORSOrigins    []string
 	LagThreshold   int64
+	// Ingest is false on API-only replicas: they serve what another process indexes.
+	Ingest bool
 	// Export jobs.
 	ExportRowCap    int64
 	ExportRetention time.Duration
@@ -87,6 +89,7 @@ func Register(fs *flag.FlagSet) *Config {
 	})
 	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
 	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
+	fs.BoolVar(&c.Ingest, "ingest", true, "index the chains in this process (serve: false for API-only replicas sharing a PostgreSQL index)")
 	fs.Int64Var(&c.ExportRowCap, "export-row-cap", 0, "rows after which an export ends at a day boundary with a continuation date (0: default 1000000; negative: no cap)")
 	fs.DurationVar(&c.ExportRetention, "export-retention", 0, "how long finished exports are kept (0: default 168h)")
 	fs.IntVar(&c.ExportWorkers, "export-workers", 0, "export jobs run at once by this process (0: default 2; negative: none)")
