@@ -28,8 +28,7 @@ type holdersCursor struct {
 func (h *handlers) listHolders(r *http.Request) (any, error) {
 	ctx := r.Context()
 	p := api.NewParams(r)
-	rawAddr := r.PathValue("address")
-	addr, aerr := api.ParseEVMAddress(rawAddr)
+	addr, aerr := api.ParseEVMAddress(r.PathValue("address"))
 	if aerr != nil {
 		p.Fail("address: %s", aerr.Error())
 	}
@@ -53,14 +52,14 @@ func (h *handlers) listHolders(r *http.Request) (any, error) {
 		FROM evm_contracts c LEFT JOIN metrics_nft_collections m ON m.chain_key = c.chain_key AND m.token = c.address
 		WHERE c.chain_key = $1 AND c.address = $2`,
 		chain.Key, contract).Scan(&ercType, &name, &symbol, &holdersN, &units)
-	if units.Valid {
-		coll = rollup.Collection{Holders: holdersN.Int64, Units: units.String}
-	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, api.NotFound("contract %s is not known on chain %s", contract, chainLabel(chain))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read contract %s: %w", contract, err)
+	}
+	if units.Valid { // no row yet: no holder ever
+		coll = rollup.Collection{Holders: holdersN.Int64, Units: units.String}
 	}
 	if ercType != "ERC-721" && ercType != "ERC-1155" {
 		what := "no token standard was detected for it"
