@@ -2,69 +2,27 @@ package api
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/btcsuite/btcd/btcutil/bech32"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
-func moduleRoot(t testing.TB) string {
+// loadFixture returns the recorded network's HRP, keys (addresses in every
+// form), offline validator node IDs and blockchain IDs.
+func loadFixture(t *testing.T) (hrp string, ks []devnet.Key, nodeIDs []string, chainIDs map[string]string) {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
-// fixtureKeys are the recorded network's keys: addresses in every form.
-type fixtureKey struct {
-	Name, PAddress, XAddress, CAddress, EVMAddress, ShortID string
-}
-
-func loadFixture(t *testing.T) (hrp string, ks []fixtureKey, nodeIDs []string, chainIDs map[string]string) {
-	t.Helper()
-	root := filepath.Join(moduleRoot(t), "testdata", "devnet-a")
-	var kf struct {
-		Keys    []fixtureKey `json:"keys"`
-		Unused  []fixtureKey `json:"genesisFundedUnused"`
-		BLSKeys []struct {
-			NodeID string `json:"nodeID"`
-		} `json:"blsKeys"`
-	}
-	var nf struct {
-		HRP           string            `json:"hrp"`
-		BlockchainIDs map[string]string `json:"blockchainIDs"`
-	}
-	for path, v := range map[string]any{"keys.json": &kf, "network.json": &nf} {
-		b, err := os.ReadFile(filepath.Join(root, path))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(b, v); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kf, nf := devnet.LoadKeys(t), devnet.LoadNetwork(t)
 	for _, b := range kf.BLSKeys {
 		nodeIDs = append(nodeIDs, b.NodeID)
 	}
-	return nf.HRP, append(kf.Keys, kf.Unused...), nodeIDs, nf.BlockchainIDs
+	return nf.HRP, append(kf.Keys, kf.GenesisFundedUnused...), nodeIDs, nf.BlockchainIDs
 }
 
 func TestParseBech32AddressFixture(t *testing.T) {

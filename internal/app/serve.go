@@ -14,6 +14,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
 	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
+	"github.com/permafrost-dev/permafrost/internal/api/enrichapi"
 	"github.com/permafrost-dev/permafrost/internal/api/exportapi"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
 	apimetrics "github.com/permafrost-dev/permafrost/internal/api/metrics"
@@ -21,6 +22,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/config"
+	"github.com/permafrost-dev/permafrost/internal/enrich"
 	"github.com/permafrost-dev/permafrost/internal/export"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -167,10 +169,32 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	mux := api.NewMux(log)
 	guard.Install(mux)
 	icm.Register(mux, icm.Deps{DB: db, Network: network, Pager: pager, Log: log})
+	enr, err := enrich.New(ctx, db, enrich.Config{
+		Chains: enrichapi.ChainsFrom(set), AVAXAssetID: set.Genesis.AvaxAssetID.String(),
+		NFT:      enrich.NFTConfig{IPFSGateway: cfg.IPFSGateway, AllowLoopback: cfg.NFTAllowLoopback, AllowPrivate: cfg.NFTAllowPrivate},
+		Registry: enrich.RegistryConfig{Path: cfg.ContractRegistry},
+		Prices: enrich.PriceConfig{Provider: cfg.PriceProvider, StaticFile: cfg.PricesFile,
+			CoinGecko: enrich.CoinGeckoConfig{BaseURL: cfg.CoinGeckoURL, APIKey: cfg.CoinGeckoKey, RequestsPerMinute: cfg.CoinGeckoRPM}},
+	}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	enrCtx, stopEnrich := context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.Ingest {
+		// Background workers write enrichment rows: they run where ingestion runs.
+		if err := enr.Start(enrCtx); err != nil {
+			stopEnrich()
+			return nil, nil, err
+		}
+	}
+	closers = append(closers, func() { stopEnrich(); _ = enr.Close() })
+	enrichapi.Register(mux, enrichapi.Deps{Service: enr, Network: network, Log: log})
+
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
-		Node: primarydata.NewRPCNodeView(set.Node, 0)})
+		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr})
 	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
-	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
+	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
+		Enrichment: enrichapi.EVM(enr)})
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {

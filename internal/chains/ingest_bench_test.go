@@ -3,6 +3,8 @@ package chains
 import (
 	"bufio"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/DataDog/zstd"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
 	"github.com/permafrost-dev/permafrost/internal/evmsim"
@@ -99,22 +103,36 @@ func BenchmarkIngestEVM(b *testing.B) {
 				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
 					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch}
+				if os.Getenv("BENCH_ZSTD") != "" {
+					chain.Source = zstdSource{chain.Source}
+					chain.Indexer = &zstdIndexer{Indexer: chain.Indexer}
+				}
+				stopCheckpointer := func() {}
+				if os.Getenv("BENCH_BGCHECKPOINT") != "" && strings.HasPrefix(dsn, "sqlite:") {
+					stopCheckpointer = startCheckpointer(b, db, strings.TrimPrefix(dsn, "sqlite:"))
+				}
 				var logw io.Writer = io.Discard
 				if os.Getenv("BENCH_LOG") != "" {
 					logw = os.Stderr
 				}
-				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, slog.New(slog.NewTextHandler(logw, nil)))
+				// The pipeline retries a failed batch forever: the first
+				// error ends the benchmark instead.
+				ctx, cancel := context.WithCancelCause(context.Background())
+				log := slog.New(failFast{Handler: slog.NewTextHandler(logw, nil), cancel: cancel})
+				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, log)
 				stopProfile := startProfile(b, backend)
 				srv := newServerCPU(b, db)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
 				b.StartTimer()
 				start := time.Now()
-				if err := p.Run(context.Background()); err != nil {
-					b.Fatal(err)
+				if err := p.Run(ctx); err != nil || context.Cause(ctx) != nil {
+					b.Fatalf("ingest: %v (%v)", err, context.Cause(ctx))
 				}
 				wall += time.Since(start)
 				b.StopTimer()
+				stopCheckpointer()
+				cancel(nil)
 				cpu += cpuTime() - cpu0
 				written += writtenBytes() - io0
 				server += srv.used()
@@ -142,6 +160,29 @@ func BenchmarkIngestEVM(b *testing.B) {
 			}
 		})
 	}
+}
+
+// failFast cancels the run at the first error logged.
+type failFast struct {
+	slog.Handler
+	cancel context.CancelCauseFunc
+}
+
+func (h failFast) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		msg := r.Message
+		r.Attrs(func(a slog.Attr) bool { msg += " " + a.String(); return true })
+		h.cancel(errors.New(msg))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h failFast) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return failFast{Handler: h.Handler.WithAttrs(attrs), cancel: h.cancel}
+}
+
+func (h failFast) WithGroup(name string) slog.Handler {
+	return failFast{Handler: h.Handler.WithGroup(name), cancel: h.cancel}
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -272,6 +313,9 @@ func newServerCPU(b *testing.B, db *store.DB) *serverCPU {
 		return &serverCPU{} // not on this machine's /proc: no server figure
 	}
 	s := &serverCPU{postmaster: st.ppid}
+	if os.Getenv("BENCH_LOG") != "" {
+		fmt.Fprintf(os.Stderr, "postgres: postmaster pid %d, backend pid %d\n", st.ppid, pid)
+	}
 	s.start = s.total()
 	return s
 }
@@ -365,4 +409,69 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// Experiments (what-ifs for other packages, measured through the real path).
+
+// zstdSource compresses raw blocks in the fetch stage (BENCH_ZSTD): what
+// storing raw_blocks zstd-compressed would cost and save.
+type zstdSource struct{ ingest.Source }
+
+func (s zstdSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
+	blocks, err := s.Source.Fetch(ctx, from, to)
+	for i := range blocks {
+		if err != nil {
+			break
+		}
+		blocks[i].Bytes, err = zstd.CompressLevel(nil, blocks[i].Bytes, 1)
+	}
+	return blocks, err
+}
+
+// zstdIndexer decompresses what zstdSource compressed.
+type zstdIndexer struct {
+	ingest.Indexer
+	buf []byte
+}
+
+func (ix *zstdIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	var err error
+	if ix.buf, err = zstd.Decompress(ix.buf[:cap(ix.buf)], b.Bytes); err != nil {
+		return err
+	}
+	b.Bytes = ix.buf
+	return ix.Indexer.Apply(ctx, tx, b)
+}
+
+// startCheckpointer moves WAL checkpoints off the writer (BENCH_BGCHECKPOINT):
+// the writer's connection stops checkpointing at commit, and another
+// connection checkpoints (PASSIVE: never blocking the writer) in a loop.
+func startCheckpointer(b *testing.B, db *store.DB, path string) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := db.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		b.Fatal(err)
+	}
+	c, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				c.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // retried next tick
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		c.Close()
+	}
 }

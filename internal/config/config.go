@@ -38,6 +38,16 @@ type Config struct {
 	LagThreshold   int64
 	// Ingest is false on API-only replicas: they serve what another process indexes.
 	Ingest bool
+	// Enrichment: NFT metadata, contract registry, prices.
+	IPFSGateway      string
+	NFTAllowLoopback bool
+	NFTAllowPrivate  bool
+	ContractRegistry string
+	PriceProvider    string
+	CoinGeckoURL     string
+	CoinGeckoKey     string
+	CoinGeckoRPM     int
+	PricesFile       string
 	// Export jobs.
 	ExportRowCap    int64
 	ExportRetention time.Duration
@@ -90,6 +100,15 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
 	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
 	fs.BoolVar(&c.Ingest, "ingest", true, "index the chains in this process (serve: false for API-only replicas sharing a PostgreSQL index)")
+	fs.StringVar(&c.IPFSGateway, "ipfs-gateway", "https://ipfs.io", "HTTP gateway for ipfs:// NFT metadata")
+	fs.BoolVar(&c.NFTAllowLoopback, "nft-allow-loopback", false, "let NFT metadata fetches reach loopback addresses")
+	fs.BoolVar(&c.NFTAllowPrivate, "nft-allow-private", false, "let NFT metadata fetches reach private and link-local addresses")
+	fs.StringVar(&c.ContractRegistry, "contract-registry", "", "YAML/JSON file of curated contract metadata (reloaded when it changes)")
+	fs.StringVar(&c.PriceProvider, "price-provider", "", "prices: coingecko, static, or empty for none (price fields omitted)")
+	fs.StringVar(&c.CoinGeckoURL, "coingecko-url", "", "CoinGecko-compatible API base URL")
+	fs.StringVar(&c.CoinGeckoKey, "coingecko-key", "", "CoinGecko API key (prefer PERMAFROST_COINGECKO_KEY)")
+	fs.IntVar(&c.CoinGeckoRPM, "coingecko-rpm", 0, "requests per minute allowed by the price API (0: provider default)")
+	fs.StringVar(&c.PricesFile, "prices-file", "", "static prices file (air-gapped installs; --price-provider static)")
 	fs.Int64Var(&c.ExportRowCap, "export-row-cap", 0, "rows after which an export ends at a day boundary with a continuation date (0: default 1000000; negative: no cap)")
 	fs.DurationVar(&c.ExportRetention, "export-retention", 0, "how long finished exports are kept (0: default 168h)")
 	fs.IntVar(&c.ExportWorkers, "export-workers", 0, "export jobs run at once by this process (0: default 2; negative: none)")

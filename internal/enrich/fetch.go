@@ -225,6 +225,8 @@ func (f *fetcher) fetch(ctx context.Context, uri, ercType string) outcome {
 	doc, o := parseMetadata(body, ercType)
 	o.uri = uri
 	if o.status != "" {
+		// A data: URI answers the same every time: nothing to retry.
+		o.final = o.final || t.isData
 		return o
 	}
 	return outcome{status: StatusIndexed, uri: uri, doc: doc}
@@ -452,9 +454,12 @@ func jsonKind(v any) string {
 }
 
 // clip bounds attacker-chosen text in errors and logs.
-func clip(s string) string {
-	if len(s) > 120 {
-		return s[:117] + "..."
+func clip(s string) string { return clipN(s, 120) }
+
+// clipN bounds s to n bytes (recorded errors keep more than messages).
+func clipN(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
 	}
 	return s
 }

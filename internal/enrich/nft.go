@@ -42,6 +42,9 @@ const maxTotalAttempts = 30
 // ErrNotFound says the NFT is not in the index.
 var ErrNotFound = errors.New("enrich: token not indexed")
 
+// ErrNFTDisabled says the NFT metadata fetcher does not run.
+var ErrNFTDisabled = errors.New("enrich: NFT metadata fetching is disabled")
+
 // TooSoonError refuses a reindex requested within ReindexInterval of the
 // previous one.
 type TooSoonError struct{ RetryAfter, Interval time.Duration }
@@ -198,10 +201,12 @@ func newLease() string {
 // claimJobs leases up to Batch due jobs.
 func (s *Service) claimJobs(ctx context.Context) ([]*nftJob, error) {
 	now := s.now().UnixMilli()
-	cond, args := s.chainFilter("chain_key", []any{now, s.cfg.NFT.Batch})
+	// Placeholders are numbered in order of appearance (SQLite binds them so).
+	cond, args := s.chainFilter("chain_key", []any{now})
+	args = append(args, s.cfg.NFT.Batch)
 	rows, err := s.db.QueryContext(ctx, `SELECT chain_key, token, token_id, erc_type, status, attempts, total_attempts
 		FROM enrich_nft_jobs WHERE state = 'pending' AND next_attempt <= $1 AND lease_until <= $1`+cond+`
-		ORDER BY next_attempt LIMIT $2`, args...)
+		ORDER BY next_attempt LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("due NFT jobs: %w", err)
 	}
@@ -265,12 +270,8 @@ func (s *Service) readURIs(ctx context.Context, jobs []*nftJob) {
 			if j.ercType == ercTypeERC1155 {
 				sel = selURI
 			}
-			tag := block
-			if j.prevStatus == StatusUnknown {
-				tag = "latest" // the node failed at the indexed tip before
-			}
 			elems = append(elems, source.BatchElem{Method: "eth_call",
-				Params: []any{map[string]string{"to": j.token, "data": callData(sel, w)}, tag}, Result: &outs[i]})
+				Params: []any{map[string]string{"to": j.token, "data": callData(sel, w)}, block}, Result: &outs[i]})
 			idx = append(idx, j)
 		}
 		if len(elems) == 0 {
@@ -281,6 +282,26 @@ func (s *Service) readURIs(ctx context.Context, jobs []*nftJob) {
 				j.pre = outcome{status: StatusUnknown, err: fmt.Errorf("read token URI: %w", err)}
 			}
 			continue
+		}
+		// State the node no longer has at the indexed tip: ask at the latest block.
+		var again []int
+		for k := range elems {
+			if elems[k].Error != nil && isStateMissing(elems[k].Error) && block != "latest" {
+				again = append(again, k)
+			}
+		}
+		if len(again) > 0 {
+			retry := make([]source.BatchElem, len(again))
+			for n, k := range again {
+				retry[n] = elems[k]
+				retry[n].Params = []any{elems[k].Params[0], "latest"}
+			}
+			// On failure the state-missing errors stay: retried later.
+			if err := c.RPC.BatchCall(ctx, retry); err == nil {
+				for n, k := range again {
+					elems[k].Error = retry[n].Error
+				}
+			}
 		}
 		for i, j := range list {
 			if j.pre.status != "" {
@@ -392,7 +413,7 @@ func (s *Service) finish(ctx context.Context, j *nftJob, out outcome) error {
 	}
 	lastErr := ""
 	if out.err != nil {
-		lastErr = clip(out.err.Error())
+		lastErr = clipN(out.err.Error(), 500)
 	}
 	// The token first: a crash before the job's update leaves the job
 	// leased, and it runs again when the lease ends.
@@ -430,7 +451,10 @@ func (s *Service) finish(ctx context.Context, j *nftJob, out outcome) error {
 // ...:reindex). ErrNotFound when the token is not indexed; *TooSoonError
 // within ReindexInterval of the token's previous reindex.
 func (s *Service) ReindexNFT(ctx context.Context, chainKey, token, tokenID string) error {
-	if _, ok := s.chains[chainKey]; !ok || s.cfg.NFT.Disabled {
+	if s.cfg.NFT.Disabled {
+		return ErrNFTDisabled
+	}
+	if _, ok := s.chains[chainKey]; !ok {
 		return fmt.Errorf("%w: chain %s is not enriched", ErrNotFound, chainKey)
 	}
 	token = strings.ToLower(token)

@@ -89,7 +89,7 @@ type regKey struct{ chain, addr string }
 const maxRegistryBytes = 32 << 20
 
 var (
-	reAddress = regexp.MustCompile(`^0x[0-9a-fA-F]{40}$`)
+	reAddress = regexp.MustCompile(`^0[xX][0-9a-fA-F]{40}$`)
 	reColor   = regexp.MustCompile(`^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6}|[0-9a-fA-F]{8})$`)
 	reChainID = regexp.MustCompile(`^[0-9]{1,20}$`)
 )
@@ -98,21 +98,27 @@ var (
 // index's chain keys to EVM chain ids, so entries may name either.
 func parseRegistry(data []byte, chainIDs map[string]string) (*registry, error) {
 	var doc struct {
-		Contracts []ContractInfo `yaml:"contracts"`
+		Contracts *[]ContractInfo `yaml:"contracts"`
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
+	// An empty file is more likely a file being rewritten than an operator
+	// removing every entry (who writes "contracts: []").
+	if doc.Contracts == nil {
+		return nil, errors.New("registry: no contracts key (write \"contracts: []\" for an empty registry)")
+	}
+	contracts := *doc.Contracts
 	linkTypes := map[string]bool{}
 	for _, t := range ResourceLinkTypes {
 		linkTypes[t] = true
 	}
 	r := &registry{byKey: map[regKey]*ContractInfo{}}
 	var errs []error
-	for i := range doc.Contracts {
-		c := &doc.Contracts[i]
+	for i := range contracts {
+		c := &contracts[i]
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("registry: contracts[%d] (%s): %s", i, clip(c.Address), fmt.Sprintf(format, args...)))
 		}

@@ -165,39 +165,73 @@ func (s *Service) syncReputation(ctx context.Context) error {
 }
 
 // rejudgeChain applies the heuristics again to every ERC-20 token of a chain
-// whose metadata was read, a page at a time.
+// whose metadata was read: a read of the tokens, a page at a time, and
+// writes only for verdicts that appear or go (few: most tokens have none).
 func (s *Service) rejudgeChain(ctx context.Context, chainKey string) error {
 	curated := s.curatedSymbols(ctx, chainKey)
+	stale := map[string]bool{}
+	rows, err := s.db.QueryContext(ctx, `SELECT address FROM enrich_token_reputation WHERE chain_key = $1 AND source = 'heuristic'`, chainKey)
+	if err != nil {
+		return fmt.Errorf("reputation: %w", err)
+	}
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			rows.Close()
+			return fmt.Errorf("reputation: %w", err)
+		}
+		stale[a] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reputation: %w", err)
+	}
+	type verdict struct{ addr, rep, reason string }
 	after := ""
 	for {
 		rows, err := s.db.QueryContext(ctx, `SELECT address, COALESCE(name, ''), COALESCE(symbol, '') FROM evm_contracts
 			WHERE chain_key = $1 AND erc_type = 'ERC-20' AND metadata_status <> 'unknown' AND address > $2
-			ORDER BY address LIMIT 500`, chainKey, after)
+			ORDER BY address LIMIT 1000`, chainKey, after)
 		if err != nil {
 			return fmt.Errorf("reputation: %w", err)
 		}
-		type tok struct{ addr, name, symbol string }
-		var page []tok
+		var found []verdict
+		n := 0
 		for rows.Next() {
-			var t tok
-			if err := rows.Scan(&t.addr, &t.name, &t.symbol); err != nil {
+			var addr, name, symbol string
+			if err := rows.Scan(&addr, &name, &symbol); err != nil {
 				rows.Close()
 				return fmt.Errorf("reputation: %w", err)
 			}
-			page = append(page, t)
+			n++
+			after = addr
+			if rep, reason := heuristicReputation(addr, name, symbol, curated); rep != "" {
+				found = append(found, verdict{addr, rep, reason})
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("reputation: %w", err)
 		}
-		for _, t := range page {
-			if err := s.judge(ctx, chainKey, t.addr, t.name, t.symbol, curated); err != nil {
-				return fmt.Errorf("reputation of %s: %w", t.addr, err)
+		for _, v := range found {
+			delete(stale, v.addr)
+			if _, err := s.db.ExecContext(ctx, `INSERT INTO enrich_token_reputation (chain_key, address, reputation, source, reason, updated_at)
+				VALUES ($1, $2, $3, 'heuristic', $4, $5)
+				ON CONFLICT (chain_key, address) DO UPDATE SET reputation = excluded.reputation, reason = excluded.reason,
+					updated_at = excluded.updated_at
+				WHERE enrich_token_reputation.source = 'heuristic'`, chainKey, v.addr, v.rep, v.reason, s.now().Unix()); err != nil {
+				return fmt.Errorf("reputation of %s: %w", v.addr, err)
 			}
 		}
-		if len(page) < 500 {
-			return nil
+		if n < 1000 {
+			break
 		}
-		after = page[len(page)-1].addr
 	}
+	for a := range stale {
+		if _, err := s.db.ExecContext(ctx, `DELETE FROM enrich_token_reputation WHERE chain_key = $1 AND address = $2 AND source = 'heuristic'`,
+			chainKey, a); err != nil {
+			return fmt.Errorf("reputation of %s: %w", a, err)
+		}
+	}
+	return nil
 }

@@ -68,7 +68,7 @@ func (p *StaticPrices) Historical(_ context.Context, a Asset, day time.Time) (Qu
 // load parses a prices file and swaps it in; a bad file changes nothing.
 func (p *StaticPrices) load(data []byte, chainIDs map[string]string) error {
 	var doc struct {
-		Prices []struct {
+		Prices *[]struct {
 			ChainID string                       `yaml:"chainId"`
 			Token   string                       `yaml:"token"`
 			Current map[string]string            `yaml:"current"`
@@ -80,9 +80,12 @@ func (p *StaticPrices) load(data []byte, chainIDs map[string]string) error {
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("prices file: %w", err)
 	}
+	if doc.Prices == nil {
+		return errors.New("prices file: no prices key (write \"prices: []\" for none)")
+	}
 	t := &staticTable{current: map[Asset]Quotes{}, daily: map[histKey]Quotes{}}
 	var errs []error
-	for i, e := range doc.Prices {
+	for i, e := range *doc.Prices {
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("prices file: prices[%d]: %s", i, fmt.Sprintf(format, args...)))
 		}

@@ -218,34 +218,26 @@ func (s *Service) resolveTokens(ctx context.Context, c Chain) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		elems := make([]source.BatchElem, 0, len(ask)*tokenCalls)
-		outs := make([]hexutil.Bytes, len(ask)*tokenCalls)
-		for i, t := range ask {
-			tag := block
-			if t.attempts > 0 {
-				// An earlier attempt failed at the node: the indexed tip's
-				// state may be pruned, the latest state is not.
-				tag = "latest"
-			}
-			for j := 0; j < tokenCalls; j++ {
-				elems = append(elems, source.BatchElem{Method: "eth_call",
-					Params: []any{map[string]string{"to": t.addr, "data": tokenCallData[j]}, tag},
-					Result: &outs[i*tokenCalls+j]})
-			}
-		}
-		batchErr = c.RPC.BatchCall(ctx, elems)
-		if batchErr == nil {
-			for i, t := range ask {
-				var r [tokenCalls]callResult
-				for j := 0; j < tokenCalls; j++ {
-					e := elems[i*tokenCalls+j]
-					if e.Error != nil {
-						r[j] = callResult{err: e.Error, transient: classifyCallError(e.Error)}
-						continue
+		results, batchErr = tokenBatch(ctx, c, ask, block)
+		if batchErr == nil && block != "latest" {
+			// State the node no longer has at the indexed tip (a pruned
+			// node while ingestion catches up): ask at the latest block.
+			var again []*tokenRow
+			for _, t := range ask {
+				for _, x := range results[t] {
+					if x.err != nil && isStateMissing(x.err) {
+						again = append(again, t)
+						break
 					}
-					r[j] = callResult{data: outs[i*tokenCalls+j], ok: true}
 				}
-				results[t] = r
+			}
+			if len(again) > 0 {
+				more, err := tokenBatch(ctx, c, again, "latest")
+				if err == nil {
+					for t, r := range more {
+						results[t] = r
+					}
+				}
 			}
 		}
 	}
@@ -291,6 +283,48 @@ func (s *Service) resolveTokens(ctx context.Context, c Chain) (int, error) {
 	return len(list), nil
 }
 
+// tokenBatch sends the eight calls of each contract in one batch at tag.
+func tokenBatch(ctx context.Context, c Chain, ask []*tokenRow, tag string) (map[*tokenRow][tokenCalls]callResult, error) {
+	elems := make([]source.BatchElem, 0, len(ask)*tokenCalls)
+	outs := make([]hexutil.Bytes, len(ask)*tokenCalls)
+	for i, t := range ask {
+		for j := 0; j < tokenCalls; j++ {
+			elems = append(elems, source.BatchElem{Method: "eth_call",
+				Params: []any{map[string]string{"to": t.addr, "data": tokenCallData[j]}, tag},
+				Result: &outs[i*tokenCalls+j]})
+		}
+	}
+	if err := c.RPC.BatchCall(ctx, elems); err != nil {
+		return nil, err
+	}
+	results := make(map[*tokenRow][tokenCalls]callResult, len(ask))
+	for i, t := range ask {
+		var r [tokenCalls]callResult
+		for j := 0; j < tokenCalls; j++ {
+			e := elems[i*tokenCalls+j]
+			if e.Error != nil {
+				r[j] = callResult{err: e.Error, transient: classifyCallError(e.Error)}
+				continue
+			}
+			r[j] = callResult{data: outs[i*tokenCalls+j], ok: true}
+		}
+		results[t] = r
+	}
+	return results, nil
+}
+
+// isStateMissing recognises a node that lacks the state of the block asked.
+func isStateMissing(err error) bool {
+	var re *source.RPCError
+	if !errors.As(err, &re) {
+		return false
+	}
+	m := strings.ToLower(re.Message)
+	return strings.Contains(m, "missing trie node") || strings.Contains(m, "historical state") ||
+		strings.Contains(m, "state not available") || strings.Contains(m, "state unavailable") ||
+		strings.Contains(m, "header not found")
+}
+
 // tokenRetry records a failed attempt: retried with backoff, given up
 // (state failed, fields absent) after MaxAttempts.
 func (s *Service) tokenRetry(ctx context.Context, c Chain, t *tokenRow, cause error) error {
@@ -308,7 +342,7 @@ func (s *Service) tokenRetry(ctx context.Context, c Chain, t *tokenRow, cause er
 		VALUES ($1, $2, 'retry', $3, $4, $5, $6)
 		ON CONFLICT (chain_key, address) DO UPDATE SET state = 'retry', attempts = excluded.attempts,
 			next_attempt = excluded.next_attempt, last_error = excluded.last_error, updated_at = excluded.updated_at`,
-		c.Key, t.addr, n, next, clip(cause.Error()), s.now().Unix())
+		c.Key, t.addr, n, next, clipN(cause.Error(), 500), s.now().Unix())
 	if err != nil {
 		return fmt.Errorf("token metadata of %s: %w", t.addr, err)
 	}
@@ -326,7 +360,7 @@ func (s *Service) cacheToken(ctx context.Context, c Chain, addr, state string, m
 		ON CONFLICT (chain_key, address) DO UPDATE SET state = excluded.state, erc_type = excluded.erc_type,
 			name = excluded.name, symbol = excluded.symbol, decimals = excluded.decimals, block_number = excluded.block_number,
 			attempts = excluded.attempts, next_attempt = 0, last_error = excluded.last_error, updated_at = excluded.updated_at`,
-		c.Key, addr, state, m.ercType, nullString(m.name), nullString(m.symbol), nullInt(m.decimals), bn, attempts, clip(lastErr), s.now().Unix())
+		c.Key, addr, state, m.ercType, nullString(m.name), nullString(m.symbol), nullInt(m.decimals), bn, attempts, clipN(lastErr, 500), s.now().Unix())
 	if err != nil {
 		return fmt.Errorf("token metadata of %s: %w", addr, err)
 	}

@@ -242,7 +242,7 @@ func (s *Service) traceRetry(ctx context.Context, c Chain, t *traceCandidate, ca
 		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (chain_key, address) DO UPDATE SET state = excluded.state, attempts = excluded.attempts,
 			next_attempt = excluded.next_attempt, last_error = excluded.last_error, updated_at = excluded.updated_at`,
-		c.Key, t.addr, state, n, next, clip(cause.Error()), s.now().Unix())
+		c.Key, t.addr, state, n, next, clipN(cause.Error(), 500), s.now().Unix())
 	if err != nil {
 		return fmt.Errorf("trace of %s: %w", t.addr, err)
 	}

@@ -5,10 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +220,15 @@ func TestResolveURI(t *testing.T) {
 	}
 }
 
+// A data: URI that is not JSON is final at once (it cannot change).
+func TestDataURINotJSON(t *testing.T) {
+	f := &fetcher{maxBytes: 1 << 10}
+	o := f.fetch(t.Context(), "data:image/svg+xml;base64,"+base64.StdEncoding.EncodeToString([]byte("<svg/>")), ercTypeERC721)
+	if o.status != StatusInvalidJSON || !o.final {
+		t.Errorf("%s final %v", o.status, o.final)
+	}
+}
+
 func TestParseMetadata(t *testing.T) {
 	for _, c := range []struct {
 		name, body, typ, status string
@@ -272,7 +285,7 @@ func TestHeuristics(t *testing.T) {
 		{"US\u200bDC", "USDC\u200b", "0x1", ReputationMalicious},
 		{"USD Coin", "USDC", "0x1", ReputationMalicious}, // impersonation
 		{"USD Coin", "usdc", "0xaaaa", ""},               // the curated token itself
-		{"Family 👨\u200d👩\u200d👧", "FAM", "0x1", ""}, // emoji joiners are not hidden characters
+		{"Family 👨\u200d👩\u200d👧", "FAM", "0x1", ""},     // emoji joiners are not hidden characters
 		{"yearn finance", "YFI", "0x1", ""},
 	} {
 		got, reason := heuristicReputation(c.addr, c.name, c.symbol, curated)
@@ -331,6 +344,9 @@ contracts:
 	if e == nil || e.Description != "The devnet's token" || len(e.ResourceLinks) != 2 || e.LogoAsset.AssetID != "logo" {
 		t.Fatalf("entry: %+v", e)
 	}
+	if r, err := parseRegistry([]byte("contracts: []"), ids); err != nil || len(r.list) != 0 {
+		t.Errorf("empty registry: %v", err)
+	}
 	// JSON is YAML.
 	if _, err := parseRegistry([]byte(`{"contracts":[{"chainId":"43114","address":"0x0e728c6a2fc95a228d766532b430e905eb07b726","tags":["x"]}]}`), ids); err != nil {
 		t.Errorf("json: %v", err)
@@ -346,6 +362,8 @@ contracts:
 		{`contracts: [{chainId: C, address: "0x0e728c6a2fc95a228d766532b430e905eb07b726", descriptoin: typo}]`, "descriptoin"},
 		{"contracts:\n  - {chainId: C, address: \"0x0e728c6a2fc95a228d766532b430e905eb07b726\"}\n  - {chainId: \"88888\", address: \"0x0E728C6A2Fc95A228d766532b430E905eb07b726\"}", "twice"},
 		{`contracts: {`, "registry"},
+		{``, "no contracts key"}, // a file caught mid-rewrite
+		{"# nothing yet\n", "no contracts key"},
 	} {
 		_, err := parseRegistry([]byte(c.body), ids)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -410,5 +428,67 @@ func TestCallData(t *testing.T) {
 	}
 	if _, ok := uintWord("115792089237316195423570985008687907853269984665640564039457584007913129639936"); ok {
 		t.Error("2^256 accepted")
+	}
+}
+
+// Fetches to one host never exceed PerHost at once; a job finding the host
+// saturated for longer than the fetch timeout is given back (busy), not
+// failed.
+func TestPerHostLimit(t *testing.T) {
+	var cur, peak atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := cur.Add(1)
+		defer cur.Add(-1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(40 * time.Millisecond)
+		fmt.Fprint(w, `{"name":"x"}`)
+	}))
+	defer srv.Close()
+	cfg := Config{NFT: NFTConfig{PerHost: 2, Timeout: 5 * time.Second, AllowLoopback: true}}.WithDefaults().NFT
+	policy := addrPolicy{allowLoopback: true}
+	f := &fetcher{client: newSafeClient(policy, cfg), policy: policy, maxBytes: 1 << 10, ua: "test",
+		hosts: newHostLimiter(cfg.PerHost), timeout: cfg.Timeout}
+	var wg sync.WaitGroup
+	var indexed atomic.Int32
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o := f.fetch(t.Context(), srv.URL+"/x.json", ercTypeERC721); o.status == StatusIndexed {
+				indexed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() != 2 || indexed.Load() != 8 {
+		t.Errorf("peak concurrency %d (want 2), %d of 8 indexed", peak.Load(), indexed.Load())
+	}
+
+	h := newHostLimiter(1)
+	release, err := h.acquire(t.Context(), "a", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.acquire(t.Context(), "a", 10*time.Millisecond); !errors.Is(err, errHostBusy) {
+		t.Errorf("saturated host: %v", err)
+	}
+	if r2, err := h.acquire(t.Context(), "b", 10*time.Millisecond); err != nil {
+		t.Errorf("another host: %v", err)
+	} else {
+		r2()
+	}
+	release()
+	if r3, err := h.acquire(t.Context(), "a", 10*time.Millisecond); err != nil {
+		t.Errorf("after release: %v", err)
+	} else {
+		r3()
+	}
+	if len(h.sem) != 0 {
+		t.Errorf("idle hosts kept: %d", len(h.sem))
 	}
 }

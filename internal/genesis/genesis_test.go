@@ -1,33 +1,20 @@
 package genesis
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/constants"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
-func fixture(t *testing.T, name string) string {
-	t.Helper()
-	return filepath.Join("..", "..", "testdata", "devnet-a", name)
-}
-
 func TestDevnetGenesisMatchesRecording(t *testing.T) {
-	g, err := Load(88888, fixture(t, "genesis.json"))
+	g, err := Load(88888, devnet.Path(t, "genesis.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var net struct {
-		AvaxAssetID   string            `json:"avaxAssetID"`
-		BlockchainIDs map[string]string `json:"blockchainIDs"`
-	}
-	b, _ := os.ReadFile(fixture(t, "network.json"))
-	if err := json.Unmarshal(b, &net); err != nil {
-		t.Fatal(err)
-	}
+	net := devnet.LoadNetwork(t)
 	if g.AvaxAssetID.String() != net.AvaxAssetID {
 		t.Errorf("avax asset = %s, want %s", g.AvaxAssetID, net.AvaxAssetID)
 	}
@@ -53,7 +40,7 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(12345, ""); err == nil {
 		t.Error("unknown network without file: want error")
 	}
-	if _, err := Load(1, fixture(t, "genesis.json")); err == nil {
+	if _, err := Load(1, devnet.Path(t, "genesis.json")); err == nil {
 		t.Error("network id mismatch: want error")
 	}
 	if _, err := Load(constants.MainnetID, ""); err != nil {

@@ -16,26 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// fixtureDir returns testdata/devnet-a of the module root.
-func fixtureDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "testdata", "devnet-a")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+	// The package name is taken by devnet below.
+	fixture "github.com/permafrost-dev/permafrost/internal/devnet"
+)
 
 var (
 	loadOnce sync.Once
@@ -45,7 +29,7 @@ var (
 
 func devnet(t testing.TB) *Recording {
 	t.Helper()
-	loadOnce.Do(func() { loaded, loadErr = Load(fixtureDir(t)) })
+	loadOnce.Do(func() { loaded, loadErr = Load(fixture.Dir(t)) })
 	if loadErr != nil {
 		t.Fatal(loadErr)
 	}
@@ -191,7 +175,7 @@ func TestRoundTripEveryLine(t *testing.T) {
 // derive from the request alone and checks the derived answer equals what the
 // real node answered.
 func TestDerivedAnswersMatchNode(t *testing.T) {
-	src := fixtureDir(t)
+	src := fixture.Dir(t)
 	derivable := func(line string) bool {
 		return strings.Contains(line, `NoSuchMethod`) || strings.Contains(line, `"eth_noSuchMethod"`) ||
 			strings.Contains(line, `"height":"abc"`) ||

@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,80 +18,24 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/hashing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/replay"
 )
-
-func fixtureDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "testdata", "devnet-a")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
 
 var (
 	fixtureOnce sync.Once
 	fixtureRec  *replay.Recording
-	fixtureNet  *network
 	fixtureErr  error
 )
 
-// network is the part of network.json the tests compare with.
-type network struct {
-	NetworkID     uint32            `json:"networkID"`
-	BlockchainIDs map[string]string `json:"blockchainIDs"`
-	AvaxAssetID   string            `json:"avaxAssetID"`
-	CreatedAssets map[string]string `json:"createdAssets"`
-	EVMChainID    uint64            `json:"evmChainID"`
-	Tips          struct {
-		P struct {
-			BlockID string `json:"blockID"`
-			Height  uint64 `json:"height"`
-		} `json:"P"`
-		X struct {
-			BlockID string `json:"blockID"`
-			Height  uint64 `json:"height"`
-		} `json:"X"`
-		C struct {
-			BlockHash string `json:"blockHash"`
-			Height    uint64 `json:"height"`
-		} `json:"C"`
-	} `json:"tips"`
-	PBlocks []struct {
-		BlockID string `json:"blockID"`
-		Height  uint64 `json:"height"`
-	} `json:"pBlocks"`
-}
-
-func fixture(t testing.TB) (*replay.Recording, *network) {
+// fixture is the recording (loaded once per test binary) and its network.json.
+func fixture(t testing.TB) (*replay.Recording, *devnet.Network) {
 	t.Helper()
-	fixtureOnce.Do(func() {
-		dir := fixtureDir(t)
-		fixtureRec, fixtureErr = replay.Load(dir)
-		if fixtureErr != nil {
-			return
-		}
-		var b []byte
-		if b, fixtureErr = os.ReadFile(filepath.Join(dir, "network.json")); fixtureErr != nil {
-			return
-		}
-		fixtureNet = new(network)
-		fixtureErr = json.Unmarshal(b, fixtureNet)
-	})
+	fixtureOnce.Do(func() { fixtureRec, fixtureErr = replay.Load(devnet.Dir(t)) })
 	if fixtureErr != nil {
 		t.Fatal(fixtureErr)
 	}
-	return fixtureRec, fixtureNet
+	return fixtureRec, devnet.LoadNetwork(t)
 }
 
 // serve starts h on 127.0.0.1 and returns its base URL.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/chains"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/replay"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -45,27 +46,11 @@ var (
 	}
 )
 
-// Root returns the module root (the directory holding go.mod).
-func Root(t testing.TB) string {
+// DevnetDir is the recording's directory (devnet.Dir, kept for callers).
+func DevnetDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("testenv: go.mod not found above the working directory")
-		}
-		dir = parent
-	}
+	return devnet.Dir(t)
 }
-
-// DevnetDir is the recording's directory.
-func DevnetDir(t testing.TB) string { return filepath.Join(Root(t), "testdata", "devnet-a") }
 
 // ReplayNode starts (once per test binary) the replay node of the recording
 // on 127.0.0.1 and returns its base URL.

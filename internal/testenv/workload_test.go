@@ -1,52 +1,26 @@
 package testenv
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
-type workloadTx struct {
-	Seq       int      `json:"seq"`
-	Chain     string   `json:"chain"`
-	Type      string   `json:"type"`
-	TxID      string   `json:"txID"`
-	Addresses []string `json:"addresses"`
-	Extra     struct {
-		Atomic bool `json:"atomic"`
-	} `json:"extra"`
-}
+// workloadTx is one line of workload.jsonl.
+type workloadTx = devnet.Tx[workloadExtra]
 
-func readWorkload(t *testing.T) []workloadTx {
-	t.Helper()
-	f, err := os.Open(filepath.Join(DevnetDir(t), "workload.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []workloadTx
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var w workloadTx
-		if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, w)
-	}
-	return out
+type workloadExtra struct {
+	Atomic bool `json:"atomic"`
 }
 
 // Every tx the workload issued is indexed through the replay node and the
 // real pipeline: on its chain, with its type, linked to its addresses.
 func TestWorkloadIndexed(t *testing.T) {
-	txs := readWorkload(t)
+	txs := devnet.LoadWorkload[workloadExtra](t)
 	if len(txs) != 94 {
 		t.Fatalf("workload has %d txs, want 94", len(txs))
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/message"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/payload"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 const (
@@ -191,10 +193,10 @@ func pPayload(t testing.TB, msg *warp.Message) message.Payload {
 // validators' BLS keys, whose verifier applies the P-chain's rules to the
 // recorded P-chain state.
 func TestAggregateForL1Txs(t *testing.T) {
-	lines := pChainRPC(t)
-	ptxs := recordedPTxs(t, lines)
-	wl := workload(t)
-	keys := blsKeys(t)
+	lines := devnet.LoadRPC(t, devnet.P)
+	ptxs := devnet.PTxs(t, lines)
+	wl := devnet.LoadWorkload[json.RawMessage](t)
+	keys := devnet.BLSSigners(t)
 	b := mustID(t, subnetB)
 
 	// The tx index of the test: every recorded P-chain tx.
@@ -245,7 +247,9 @@ func TestAggregateForL1Txs(t *testing.T) {
 	var subnet struct {
 		ConversionID string `json:"conversionID"`
 	}
-	recordedResult(t, lines, "platform.getSubnet", subnetB, &subnet)
+	if !lines.FindResult(t, &subnet, "platform.getSubnet", devnet.ParamsContain(subnetB)) {
+		t.Fatalf("no platform.getSubnet answer with %s", subnetB)
+	}
 	var l1v3Register struct {
 		Expiry uint64 `json:"expiry"`
 	}
@@ -259,7 +263,9 @@ func TestAggregateForL1Txs(t *testing.T) {
 	var ts struct {
 		Timestamp string `json:"timestamp"`
 	}
-	recordedResult(t, lines, "platform.getTimestamp", "", &ts)
+	if !lines.FindResult(t, &ts, "platform.getTimestamp") {
+		t.Fatal("no platform.getTimestamp answer")
+	}
 	tipState := pState{
 		conversions: map[ids.ID]ids.ID{b: mustID(t, subnet.ConversionID)},
 		l1:          map[ids.ID]struct{ weight, minNonce uint64 }{},
@@ -299,7 +305,7 @@ func TestAggregateForL1Txs(t *testing.T) {
 	verifier := &pChainVerifier{}
 	byPK := make(map[string]*testValidator)
 	var started []*testValidator
-	for _, rv := range recordedValidatorsAt(t, lines, subnetB, 21) { // l1v1, l1v2, l1v3
+	for _, rv := range devnet.ValidatorsOf(t, lines, subnetB, 21) { // l1v1, l1v2, l1v3
 		key, ok := keys[rv.PKHex]
 		if !ok {
 			t.Fatalf("no secret key for L1 validator %s", rv.NodeID)
@@ -315,14 +321,14 @@ func TestAggregateForL1Txs(t *testing.T) {
 	sets.set(constants.PrimaryNetworkID, 0, nil)
 	inProc := func(h uint64) []Validator {
 		var out []Validator
-		for _, rv := range recordedValidatorsAt(t, lines, subnetB, h) {
+		for _, rv := range devnet.ValidatorsOf(t, lines, subnetB, h) {
 			out = append(out, Validator{NodeID: byPK[rv.PKHex].node.id, PublicKey: rv.PublicKey, Weight: rv.Weight})
 		}
 		return out
 	}
 	recorded := func(h uint64) []Validator {
 		var out []Validator
-		for _, rv := range recordedValidatorsAt(t, lines, subnetB, h) {
+		for _, rv := range devnet.ValidatorsOf(t, lines, subnetB, h) {
 			out = append(out, Validator{NodeID: rv.NodeID, PublicKey: rv.PublicKey, Weight: rv.Weight})
 		}
 		return out
@@ -493,7 +499,7 @@ func isRequestError(err error) bool {
 	return ok
 }
 
-func firstXTx(t testing.TB, wl []workloadEntry) string {
+func firstXTx(t testing.TB, wl []devnet.Tx[json.RawMessage]) string {
 	for _, e := range wl {
 		if e.Chain == "X" {
 			return e.TxID

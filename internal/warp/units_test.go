@@ -15,6 +15,8 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/message"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 func TestCanonicalSetMatchesAvalanchego(t *testing.T) {
@@ -132,8 +134,8 @@ func TestSyncManager(t *testing.T) {
 // An initial L1 validator (from ConvertSubnetToL1Tx) is removed with a
 // justification naming the conversion's subnet and index.
 func TestRemovalJustificationOfInitialValidator(t *testing.T) {
-	lines := pChainRPC(t)
-	ptxs := recordedPTxs(t, lines)
+	lines := devnet.LoadRPC(t, devnet.P)
+	ptxs := devnet.PTxs(t, lines)
 	convID := mustID(t, convertTx)
 	u := ptxs[convID].Unsigned.(*txs.ConvertSubnetToL1Tx)
 	l1 := newMemL1Txs()

@@ -18,11 +18,11 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/message"
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/payload"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
 	"github.com/permafrost-dev/permafrost/internal/warp"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
-	"github.com/permafrost-dev/permafrost/internal/warpindex/warptest"
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -51,8 +51,8 @@ func mustID(t testing.TB, s string) ids.ID {
 
 // recording is what the tests compare with: answers of the real node.
 type recording struct {
-	p        []warptest.RPCLine
-	workload []warptest.WorkloadEntry
+	p        devnet.Calls
+	workload []devnet.Tx[json.RawMessage]
 	times    map[uint64]int64    // block timestamps (Banff blocks)
 	txHeight map[ids.ID]uint64   // block of every tx in a recorded block
 	created  map[ids.ID]uint64   // subnet -> height of its CreateSubnetTx
@@ -62,17 +62,19 @@ type recording struct {
 
 func load(t *testing.T) *recording {
 	t.Helper()
-	dir := testenv.DevnetDir(t)
 	r := &recording{
-		p:        warptest.RPC(t, dir, "ext_bc_P.jsonl"),
-		workload: warptest.Workload(t, dir),
+		p:        devnet.LoadRPC(t, devnet.P),
+		workload: devnet.LoadWorkload[json.RawMessage](t),
 		times:    map[uint64]int64{},
 		txHeight: map[ids.ID]uint64{},
 		created:  map[ids.ID]uint64{},
+		txBytes:  map[ids.ID][]byte{},
 		typed:    map[string][]string{},
 	}
-	r.txBytes = warptest.PTxs(t, r.p)
-	for h, blk := range warptest.PBlocks(t, r.p) {
+	for id, tx := range devnet.PTxs(t, r.p) {
+		r.txBytes[id] = tx.Bytes()
+	}
+	for h, blk := range devnet.PBlocks(t, r.p) {
 		if ts, ok := blk.(interface{ Timestamp() time.Time }); ok {
 			r.times[h] = ts.Timestamp().Unix()
 		}
@@ -94,7 +96,7 @@ func (r *recording) tip(t *testing.T) uint64 {
 	var h struct {
 		Height string `json:"height"`
 	}
-	if !warptest.Result(t, r.p, "platform.getHeight", "", "", &h) {
+	if !r.p.FindResult(t, &h, "platform.getHeight") {
 		t.Fatal("no platform.getHeight answer")
 	}
 	n, err := strconv.ParseUint(h.Height, 10, 64)
@@ -109,14 +111,14 @@ func (r *recording) tip(t *testing.T) uint64 {
 // L1 subnet B, heights 1..41 and "proposed") with the index's set.
 func TestValidatorSetsMatchRecording(t *testing.T) {
 	rec := load(t)
-	calls := warptest.ValidatorsAt(t, rec.p)
+	calls := devnet.ValidatorsAt(t, rec.p)
 	if len(calls) < 20 {
 		t.Fatalf("only %d recorded getValidatorsAt answers", len(calls))
 	}
 	var proposed struct {
 		Height string `json:"height"`
 	}
-	if !warptest.Result(t, rec.p, "platform.getProposedHeight", "", "", &proposed) {
+	if !rec.p.FindResult(t, &proposed, "platform.getProposedHeight") {
 		t.Fatal("no platform.getProposedHeight answer")
 	}
 	forEachBackend(t, func(t *testing.T, x *warpindex.Index) {
@@ -187,8 +189,8 @@ func TestInactiveL1Validator(t *testing.T) {
 	if disabled == 0 || removed <= disabled || setWeight.Weight == 0 {
 		t.Fatalf("recording: disabled at %d, removed at %d, weight %d", disabled, removed, setWeight.Weight)
 	}
-	initial := warptest.ValidatorsAt(t, rec.p)
-	var initialSet map[ids.NodeID]warptest.RecordedValidator
+	initial := devnet.ValidatorsAt(t, rec.p)
+	var initialSet map[ids.NodeID]devnet.Validator
 	for _, c := range initial {
 		if c.SubnetID == subnetB && c.Height == "41" {
 			initialSet = c.Set
@@ -322,7 +324,7 @@ func TestSubnetOfChain(t *testing.T) {
 			SubnetID string `json:"subnetID"`
 		} `json:"blockchains"`
 	}
-	if !warptest.Result(t, rec.p, "platform.getBlockchains", "", "", &chains) || len(chains.Blockchains) < 4 {
+	if !rec.p.FindResult(t, &chains, "platform.getBlockchains") || len(chains.Blockchains) < 4 {
 		t.Fatalf("recorded getBlockchains: %+v", chains)
 	}
 	for _, c := range chains.Blockchains {

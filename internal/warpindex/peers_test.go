@@ -3,7 +3,6 @@ package warpindex_test
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -17,22 +16,18 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/staking"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
 	"github.com/permafrost-dev/permafrost/internal/warp"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
-	"github.com/permafrost-dev/permafrost/internal/warpindex/warptest"
 )
 
 // TestNodePeers asks the replay node of the recording (answering as the
 // recording node) and compares with its recorded info answers.
 func TestNodePeers(t *testing.T) {
-	dir := testenv.DevnetDir(t)
-	info := warptest.RPC(t, dir, "ext_info.jsonl")
-	var network struct {
-		RecordingNode string `json:"recordingNode"`
-	}
-	readJSON(t, filepath.Join(dir, "network.json"), &network)
+	info := devnet.LoadRPC(t, devnet.Info)
+	network := devnet.LoadNetwork(t)
 	var (
 		id struct {
 			NodeID string `json:"nodeID"`
@@ -47,9 +42,9 @@ func TestNodePeers(t *testing.T) {
 			} `json:"peers"`
 		}
 	)
-	rn := network.RecordingNode
-	if !warptest.Result(t, info, "info.getNodeID", rn, "", &id) || !warptest.Result(t, info, "info.getNodeIP", rn, "", &ip) ||
-		!warptest.Result(t, info, "info.peers", rn, "{}", &peers) || len(peers.Peers) == 0 {
+	rn := devnet.AnsweredBy(network.RecordingNode)
+	if !info.FindResult(t, &id, "info.getNodeID", rn) || !info.FindResult(t, &ip, "info.getNodeIP", rn) ||
+		!info.FindResult(t, &peers, "info.peers", rn, devnet.ParamsContain("{}")) || len(peers.Peers) == 0 {
 		t.Fatal("recording: no info answers of the recording node")
 	}
 	want := map[string]string{id.NodeID: ip.IP}
@@ -176,17 +171,6 @@ func TestNewAggregator(t *testing.T) {
 			t.Fatalf("node id %s, certificate gives %s", a.NodeID(), ids.NodeIDFromCert(parsed))
 		}
 	})
-}
-
-func readJSON(t *testing.T, path string, into any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, into); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -34,7 +34,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,6 +48,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 // DocPath is the document's path relative to the module root.
@@ -71,7 +72,7 @@ var (
 func Load(t testing.TB) *Spec {
 	t.Helper()
 	loadOnce.Do(func() {
-		root, err := moduleRoot()
+		root, err := devnet.FindRoot()
 		if err != nil {
 			loadErr = err
 			return
@@ -230,23 +231,6 @@ func clip(b []byte) string {
 		return string(b[:2000]) + "..."
 	}
 	return string(b)
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // normalize applies the package comment's changes to every schema of the

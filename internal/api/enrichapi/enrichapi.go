@@ -63,6 +63,12 @@ const reindexSuffix = ":reindex"
 
 func (h *handler) reindex(r *http.Request) (any, error) {
 	action := r.PathValue("tokenAction")
+	if !strings.Contains(action, ":") {
+		// The token itself: GET only (this pattern took its POSTs).
+		e := api.Errorf(http.StatusMethodNotAllowed, "POST is not allowed on an NFT token; POST .../tokens/{tokenId}:reindex queues a metadata refetch")
+		e.Headers = http.Header{"Allow": {"GET, HEAD"}}
+		return nil, e
+	}
 	if !strings.HasSuffix(action, reindexSuffix) {
 		return nil, api.NotFound("no route POST %s (did you mean .../tokens/{tokenId}:reindex?)", clip(r.URL.Path))
 	}
@@ -95,6 +101,8 @@ func (h *handler) reindex(r *http.Request) (any, error) {
 		h.d.Log.Info("NFT metadata reindex queued", "chain", chain.Key, "token", token, "id", id,
 			"request_id", api.RequestID(r))
 		return api.Created{Value: struct{}{}}, nil
+	case errors.Is(err, enrich.ErrNFTDisabled):
+		return nil, api.Unavailable("NFT metadata fetching is disabled on this server")
 	case errors.Is(err, enrich.ErrNotFound):
 		return nil, api.NotFound("token %s of collection %s is not indexed on chain %s", id, token, chain.EVMChainID)
 	case errors.As(err, &soon):
@@ -132,8 +140,14 @@ func clip(s string) string {
 	return s
 }
 
-// EVM adapts the service to the EVM data handlers' Enrichment.
-func EVM(s *enrich.Service) evmdata.Enrichment { return evmAdapter{s} }
+// EVM adapts the service to the EVM data handlers' Enrichment (nil for a
+// nil service: the handlers then leave prices and curated fields out).
+func EVM(s *enrich.Service) evmdata.Enrichment {
+	if s == nil {
+		return nil
+	}
+	return evmAdapter{s}
+}
 
 type evmAdapter struct{ s *enrich.Service }
 

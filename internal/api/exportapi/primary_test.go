@@ -1,14 +1,11 @@
 package exportapi_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +16,8 @@ import (
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/export"
-	"github.com/permafrost-dev/permafrost/internal/testenv"
 )
 
 // recTx is a transaction as the node answered platform.getTx / avm.getTx
@@ -71,7 +68,7 @@ func loadRecordedTxs(t testing.TB) map[string]*recTx {
 	t.Helper()
 	out := map[string]*recTx{}
 	for _, f := range []struct{ file, chain, method string }{
-		{"ext_bc_P.jsonl", "P", "platform.getTx"}, {"ext_bc_X.jsonl", "X", "avm.getTx"},
+		{devnet.P, "P", "platform.getTx"}, {devnet.X, "X", "avm.getTx"},
 	} {
 		eachRecorded(t, f.file, func(method string, params, result json.RawMessage) {
 			var p struct{ Encoding, TxID string }
@@ -132,7 +129,7 @@ func loadRecordedTxs(t testing.TB) map[string]*recTx {
 		})
 	}
 	// C-chain atomic txs: the node's bytes (avax.getAtomicTx).
-	eachRecorded(t, "ext_bc_C_avax.jsonl", func(method string, params, result json.RawMessage) {
+	eachRecorded(t, devnet.CAvax, func(method string, params, result json.RawMessage) {
 		var p struct{ Encoding, TxID string }
 		_ = json.Unmarshal(params, &p)
 		if method != "avax.getAtomicTx" || p.Encoding != "hex" {
@@ -179,22 +176,7 @@ func loadRecordedTxs(t testing.TB) map[string]*recTx {
 
 func eachRecorded(t testing.TB, file string, f func(method string, params, result json.RawMessage)) {
 	t.Helper()
-	fh, err := os.Open(filepath.Join(testenv.DevnetDir(t), "rpc", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		var x struct {
-			Method   string
-			Params   json.RawMessage
-			Response struct{ Result json.RawMessage }
-		}
-		if err := json.Unmarshal(sc.Bytes(), &x); err != nil {
-			t.Fatal(err)
-		}
+	for _, x := range devnet.LoadRPC(t, file) {
 		if len(x.Response.Result) > 0 {
 			f(x.Method, x.Params, x.Response.Result)
 		}
@@ -204,21 +186,8 @@ func eachRecorded(t testing.TB, file string, f func(method string, params, resul
 // workloadTxs are the logged workload txs naming any of addrs (any case).
 func workloadTxs(t testing.TB, addrs ...string) map[string]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "workload.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	out := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var w struct {
-			Chain, TxID string
-			Addresses   []string
-		}
-		if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-			t.Fatal(err)
-		}
+	for _, w := range devnet.LoadWorkload[json.RawMessage](t) {
 		if strings.HasPrefix(w.TxID, "0x") {
 			continue // EVM txs are not primary-network txs
 		}
@@ -504,7 +473,7 @@ type rewardUTXO struct {
 func recordedRewards(t testing.TB) map[string][]rewardUTXO {
 	t.Helper()
 	out := map[string][]rewardUTXO{}
-	eachRecorded(t, "ext_bc_P.jsonl", func(method string, params, result json.RawMessage) {
+	eachRecorded(t, devnet.P, func(method string, params, result json.RawMessage) {
 		if method != "platform.getRewardUTXOs" {
 			return
 		}
@@ -569,10 +538,7 @@ func TestStakingExport(t *testing.T) {
 		}
 		// The four workload stakers and the two genesis validators.
 		wl := 0
-		f, _ := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "workload.jsonl"))
-		for _, line := range strings.Split(strings.TrimSpace(string(f)), "\n") {
-			var w struct{ TxID, Type string }
-			_ = json.Unmarshal([]byte(line), &w)
+		for _, w := range devnet.LoadWorkload[json.RawMessage](t) {
 			if w.Type == "AddPermissionlessValidatorTx" || w.Type == "AddPermissionlessDelegatorTx" {
 				wl++
 				r := stakes[w.TxID]

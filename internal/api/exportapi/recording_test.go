@@ -1,18 +1,15 @@
 package exportapi_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"math/big"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/permafrost-dev/permafrost/internal/testenv"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 // The expected EVM export rows, computed from the node's recorded answers
@@ -49,31 +46,18 @@ type cRecording struct {
 
 func loadCRecording(t testing.TB) *cRecording {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "rpc", "ext_bc_C_rpc.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	r := &cRecording{blocks: map[int64]recBlock{}, receipts: map[int64][]recReceipt{}}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<26)
-	for sc.Scan() {
-		var x struct {
-			Method   string
-			Params   []json.RawMessage
-			Response struct {
-				Result json.RawMessage
-			}
-		}
-		if err := json.Unmarshal(sc.Bytes(), &x); err != nil {
-			t.Fatal(err)
-		}
+	for _, x := range devnet.LoadRPC(t, devnet.CRPC) {
 		if len(x.Response.Result) == 0 {
 			continue // an error answer
 		}
+		var params []json.RawMessage
+		if err := json.Unmarshal(x.Params, &params); err != nil {
+			t.Fatal(err)
+		}
 		switch x.Method {
 		case "eth_getBlockByNumber":
-			if len(x.Params) != 2 || string(x.Params[1]) != "true" || string(x.Response.Result) == "null" {
+			if len(params) != 2 || string(params[1]) != "true" || string(x.Response.Result) == "null" {
 				continue
 			}
 			var b recBlock
@@ -83,7 +67,7 @@ func loadCRecording(t testing.TB) *cRecording {
 			r.blocks[hexInt(t, b.Number)] = b
 		case "eth_getBlockReceipts":
 			var n string
-			if err := json.Unmarshal(x.Params[0], &n); err != nil {
+			if err := json.Unmarshal(params[0], &n); err != nil {
 				t.Fatal(err)
 			}
 			var rs []recReceipt
@@ -92,9 +76,6 @@ func loadCRecording(t testing.TB) *cRecording {
 			}
 			r.receipts[hexInt(t, n)] = rs
 		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if len(r.blocks) < 30 {
 		t.Fatalf("recording has %d full blocks", len(r.blocks))

@@ -132,23 +132,23 @@ func expectedHolders(t *testing.T, dir string) (erc721, erc1155 []holderEntry, a
 	units := map[string]*big.Int{}
 	balanceOf721 := map[string]*big.Int{}
 	asked1155 = map[string]bool{}
-	for _, c := range recordedCalls(t, dir) {
+	for _, c := range recordedCalls(t) {
 		switch {
-		case c.to == nft && strings.HasPrefix(c.data, "0x6352211e") && c.result != "": // ownerOf
-			o := wordAddr(t, c.result, 0)
+		case c.To == nft && strings.HasPrefix(c.Data, "0x6352211e") && c.Result != "": // ownerOf
+			o := wordAddr(t, c.Result, 0)
 			if owned[o] == nil {
 				owned[o] = new(big.Int)
 			}
 			owned[o].Add(owned[o], big.NewInt(1))
-		case c.to == nft && strings.HasPrefix(c.data, "0x70a08231") && c.result != "": // balanceOf(address)
-			balanceOf721[wordAddr(t, "0x"+c.data[10:], 0)] = wordInt(t, c.result, 0)
-		case c.to == multi && strings.HasPrefix(c.data, "0x00fdd58e") && c.result != "": // balanceOf(address,uint256)
-			h := wordAddr(t, "0x"+c.data[10:], 0)
+		case c.To == nft && strings.HasPrefix(c.Data, "0x70a08231") && c.Result != "": // balanceOf(address)
+			balanceOf721[wordAddr(t, "0x"+c.Data[10:], 0)] = wordInt(t, c.Result, 0)
+		case c.To == multi && strings.HasPrefix(c.Data, "0x00fdd58e") && c.Result != "": // balanceOf(address,uint256)
+			h := wordAddr(t, "0x"+c.Data[10:], 0)
 			asked1155[h] = true
 			if units[h] == nil {
 				units[h] = new(big.Int)
 			}
-			units[h].Add(units[h], wordInt(t, c.result, 0))
+			units[h].Add(units[h], wordInt(t, c.Result, 0))
 		}
 	}
 	if len(owned) == 0 || len(units) == 0 || len(balanceOf721) == 0 {
@@ -201,9 +201,9 @@ func TestListHoldersMatchesRecording(t *testing.T) {
 			cs := contracts(t, s.env.Dir)
 			want721, want1155, asked := expectedHolders(t, s.env.Dir)
 			names := map[string]string{}
-			for _, c := range recordedCalls(t, s.env.Dir) {
-				if strings.HasPrefix(c.data, "0x06fdde03") && c.result != "" {
-					names[c.to] = abiString(t, c.result)
+			for _, c := range recordedCalls(t) {
+				if strings.HasPrefix(c.Data, "0x06fdde03") && c.Result != "" {
+					names[c.To] = abiString(t, c.Result)
 				}
 			}
 			for _, c := range []struct {

@@ -1,8 +1,6 @@
 package metrics_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
@@ -11,45 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 // What the tests expect is read from the recording of the real nodes
 // (testdata/devnet-a), never from the index: block times and tx counts from
 // the blocks the nodes answered, NFT holdings from the eth_call answers.
-
-type rpcLine struct {
-	Method   string          `json:"method"`
-	Params   json.RawMessage `json:"params"`
-	Response struct {
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	} `json:"response"`
-}
-
-func readLines(t *testing.T, path string) []rpcLine {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []rpcLine
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var l rpcLine
-		d := json.NewDecoder(bytes.NewReader(sc.Bytes()))
-		d.UseNumber()
-		if err := d.Decode(&l); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // recBlock is one recorded block: its time and the number of its txs.
 type recBlock struct {
@@ -74,10 +40,10 @@ func recordedBlocks(t *testing.T, dir string) map[string]map[int64]recBlock {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ key, file, method string }{
-		{"P", "ext_bc_P.jsonl", "platform.getBlockByHeight"},
-		{"X", "ext_bc_X.jsonl", "avm.getBlockByHeight"},
+		{"P", devnet.P, "platform.getBlockByHeight"},
+		{"X", devnet.X, "avm.getBlockByHeight"},
 	} {
-		for _, l := range readLines(t, filepath.Join(dir, "rpc", c.file)) {
+		for _, l := range devnet.LoadRPC(t, c.file) {
 			if l.Method != c.method || len(l.Response.Result) == 0 {
 				continue
 			}
@@ -114,7 +80,7 @@ func recordedBlocks(t *testing.T, dir string) map[string]map[int64]recBlock {
 			out[c.key][res.Block.Height] = blk
 		}
 	}
-	for _, l := range readLines(t, filepath.Join(dir, "rpc", "ext_bc_C_rpc.jsonl")) {
+	for _, l := range devnet.LoadRPC(t, devnet.CRPC) {
 		if l.Method != "eth_getBlockByNumber" || len(l.Response.Result) == 0 || string(l.Response.Result) == "null" {
 			continue // errors: beyond the tip, invalid numbers
 		}
@@ -150,33 +116,10 @@ func recordedBlocks(t *testing.T, dir string) map[string]map[int64]recBlock {
 	return out
 }
 
-// ethCall is one recorded eth_call at the tip.
-type ethCall struct {
-	to, data string // lowercase
-	result   string // 0x-hex; "" when the call reverted
-}
-
-func recordedCalls(t *testing.T, dir string) []ethCall {
+// recordedCalls are the recorded eth_calls.
+func recordedCalls(t *testing.T) []devnet.EthCall {
 	t.Helper()
-	var out []ethCall
-	for _, l := range readLines(t, filepath.Join(dir, "rpc", "ext_bc_C_rpc.jsonl")) {
-		if l.Method != "eth_call" {
-			continue
-		}
-		var p []json.RawMessage
-		var call struct{ To, Data string }
-		if json.Unmarshal(l.Params, &p) != nil || len(p) < 1 || json.Unmarshal(p[0], &call) != nil {
-			t.Fatalf("eth_call params %s", l.Params)
-		}
-		c := ethCall{to: strings.ToLower(call.To), data: strings.ToLower(call.Data)}
-		if len(l.Response.Error) == 0 {
-			if err := json.Unmarshal(l.Response.Result, &c.result); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out = append(out, c)
-	}
-	return out
+	return devnet.EthCalls(t, devnet.LoadRPC(t, devnet.CRPC))
 }
 
 func word(t *testing.T, hexStr string, i int) []byte {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -23,8 +21,8 @@ import (
 	platformapi "github.com/ava-labs/avalanchego/vms/platformvm/api"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/pchain"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
-	"github.com/permafrost-dev/permafrost/internal/testenv"
 )
 
 const tipHeight = 41
@@ -77,7 +75,7 @@ func (e *env) weights(t *testing.T, subnet ids.ID, h uint64) map[string]uint64 {
 // node), and the recorded getValidatorsAt answers.
 func (e *env) validatorSets(t *testing.T) {
 	ctx := context.Background()
-	n := loadNetwork(t)
+	n := devnet.LoadNetwork(t)
 	subnets := []ids.ID{constants.PrimaryNetworkID}
 	for _, s := range n.Subnets {
 		id, err := ids.FromString(s.SubnetID)
@@ -200,7 +198,7 @@ func mustSupplyAt(t *testing.T, e *env, h uint64) uint64 {
 // getRewardUTXOs), and appears in getCurrentValidators as of those heights.
 func (e *env) delegateeRewards(t *testing.T) {
 	ctx := context.Background()
-	n := loadNetwork(t)
+	n := devnet.LoadNetwork(t)
 	alpha := n.Stakers["alpha"]
 	alphaTx, err := ids.FromString(alpha.ValidatorTxID)
 	if err != nil {
@@ -352,16 +350,11 @@ func (e *env) balanceHistory(t *testing.T) {
 	}
 
 	// alpha's stake output: added with its tx, back with its reward.
-	n := loadNetwork(t)
-	var rewards []struct {
-		StakerTxID         string `json:"stakerTxID"`
-		OutcomeBlockHeight uint64 `json:"outcomeBlockHeight"`
-	}
-	readNetworkField(t, "rewardValidatorTxs", &rewards)
+	n := devnet.LoadNetwork(t)
 	for _, who := range []string{"alpha", "beta"} {
 		stakerTx := n.Stakers[who].ValidatorTxID
 		var back uint64
-		for _, r := range rewards {
+		for _, r := range n.RewardValidatorTxs {
 			if r.StakerTxID == stakerTx {
 				back = r.OutcomeBlockHeight
 			}
@@ -407,35 +400,13 @@ func (e *env) balanceHistory(t *testing.T) {
 	}
 }
 
-func readNetworkField(t *testing.T, field string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "network.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(m[field], v); err != nil {
-		t.Fatalf("network.json %s: %v", field, err)
-	}
-}
-
 // chainHistory: blockchains and their status as of past heights, including
 // Preferred (created by the next block).
 func (e *env) chainHistory(t *testing.T) {
 	ctx := context.Background()
-	n := loadNetwork(t)
-	var pBlocks []struct {
-		Height uint64 `json:"height"`
-		Txs    []struct {
-			TxID string `json:"txID"`
-		} `json:"txs"`
-	}
-	readNetworkField(t, "pBlocks", &pBlocks)
+	n := devnet.LoadNetwork(t)
 	createdAt := map[string]uint64{}
-	for _, b := range pBlocks {
+	for _, b := range n.PBlocks {
 		for _, x := range b.Txs {
 			createdAt[x.TxID] = b.Height
 		}

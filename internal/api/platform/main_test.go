@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/replay"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
@@ -80,44 +80,8 @@ func (f routerFunc) HandleHTTP(p string, h http.Handler) { f(p, h) }
 // recordedAt is when the recording node answered (its wall clock for
 // getBalance's lock-time comparisons).
 func recordedAt(t testing.TB) time.Time {
-	var n struct {
-		RecordedAt time.Time `json:"recordedAt"`
-	}
-	b, err := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "network.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n.RecordedAt
-}
-
-// network is what the tests read of network.json.
-type network struct {
-	Subnets map[string]struct {
-		SubnetID      string            `json:"subnetID"`
-		ChainID       string            `json:"chainID"`
-		ValidationIDs map[string]string `json:"validationIDs"`
-	} `json:"subnets"`
-	Stakers map[string]struct {
-		NodeID        string `json:"nodeID"`
-		ValidatorTxID string `json:"validatorTxID"`
-		DelegatorTxID string `json:"delegatorTxID"`
-	} `json:"stakers"`
-	RecordingNode string `json:"recordingNode"`
-}
-
-func loadNetwork(t testing.TB) network {
-	var n network
-	b, err := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "network.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	t.Helper()
+	return devnet.LoadNetwork(t).RecordedAt
 }
 
 var recording struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
 	"github.com/permafrost-dev/permafrost/internal/warp"
@@ -66,9 +67,8 @@ type facts struct {
 
 func loadFacts(t *testing.T) facts {
 	t.Helper()
-	dir := testenv.DevnetDir(t)
 	var f facts
-	for _, e := range warptest.Workload(t, dir) {
+	for _, e := range devnet.LoadWorkload[json.RawMessage](t) {
 		var extra struct {
 			SubnetID      string   `json:"subnetID"`
 			ValidationID  string   `json:"validationID"`
@@ -93,18 +93,18 @@ func loadFacts(t *testing.T) facts {
 			f.xTx = e.TxID
 		}
 	}
-	p := warptest.RPC(t, dir, "ext_bc_P.jsonl")
+	p := devnet.LoadRPC(t, devnet.P)
 	var subnet struct {
 		ConversionID string `json:"conversionID"`
 	}
-	if !warptest.Result(t, p, "platform.getSubnet", "", f.subnetB.String(), &subnet) {
+	if !p.FindResult(t, &subnet, "platform.getSubnet", devnet.ParamsContain(f.subnetB.String())) {
 		t.Fatal("no platform.getSubnet answer for the L1")
 	}
 	f.conversionID = mustID(t, subnet.ConversionID)
 	var height struct {
 		Height string `json:"height"`
 	}
-	if !warptest.Result(t, p, "platform.getHeight", "", "", &height) {
+	if !p.FindResult(t, &height, "platform.getHeight") {
 		t.Fatal("no platform.getHeight answer")
 	}
 	tip, err := strconv.ParseUint(height.Height, 10, 64)
@@ -112,7 +112,7 @@ func loadFacts(t *testing.T) facts {
 		t.Fatal(err)
 	}
 	f.tip = tip
-	for h, blk := range warptest.PBlocks(t, p) {
+	for h, blk := range devnet.PBlocks(t, p) {
 		for _, tx := range blk.Txs() {
 			if tx.ID().String() == f.registerTx {
 				f.registerAt = h
@@ -120,7 +120,7 @@ func loadFacts(t *testing.T) facts {
 		}
 	}
 	f.keys = map[string]bls.Signer{}
-	for pk, k := range warptest.DevnetBLSKeys(t, dir) {
+	for pk, k := range devnet.BLSSigners(t) {
 		f.keys[pk] = k
 	}
 	if f.convertTx == "" || f.registerTx == "" || f.xTx == "" || len(f.initial) != 2 || f.registerAt == 0 {

@@ -17,6 +17,8 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
 	"github.com/permafrost-dev/permafrost/internal/decode/primary"
 	"github.com/permafrost-dev/permafrost/internal/decode/xchain"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -32,7 +34,7 @@ type cBlock struct {
 func recordedCBlocks(t testing.TB) []cBlock {
 	t.Helper()
 	var out []cBlock
-	for _, e := range loadRPC(t, "ext_bc_C_rpc.jsonl") {
+	for _, e := range devnet.LoadRPC(t, devnet.CRPC) {
 		if e.Method != "eth_getBlockByNumber" || !strings.HasSuffix(string(e.Params), "true]") || e.Response.Result == nil {
 			continue
 		}
@@ -40,7 +42,7 @@ func recordedCBlocks(t testing.TB) []cBlock {
 			Number, Hash, Timestamp string
 			BlockExtraData          string `json:"blockExtraData"`
 		}
-		decodeResult(t, e, &r)
+		devnet.Result(t, e, &r)
 		if r.BlockExtraData == "" || r.BlockExtraData == "0x" {
 			continue
 		}
@@ -65,18 +67,18 @@ func recordedAtomicTxs(t testing.TB) map[string]struct {
 		raw    []byte
 		height string
 	}{}
-	for _, e := range loadRPC(t, "ext_bc_C_avax.jsonl") {
+	for _, e := range devnet.LoadRPC(t, devnet.CAvax) {
 		if e.Method != "avax.getAtomicTx" || e.Response.Result == nil {
 			continue
 		}
 		var p struct{ TxID string }
 		var r struct{ Tx, BlockHeight string }
-		decodeParams(t, e, &p)
-		decodeResult(t, e, &r)
+		devnet.Params(t, e, &p)
+		devnet.Result(t, e, &r)
 		out[p.TxID] = struct {
 			raw    []byte
 			height string
-		}{hexBytes(t, r.Tx), r.BlockHeight}
+		}{devnet.HexBytes(t, r.Tx), r.BlockHeight}
 	}
 	return out
 }
@@ -85,7 +87,7 @@ func TestDecodeRecordedAtomicTxs(t *testing.T) {
 	blocks := recordedCBlocks(t)
 	want := recordedAtomicTxs(t)
 	types := map[string]string{}
-	for _, w := range loadWorkload(t) {
+	for _, w := range devnet.LoadWorkload[map[string]any](t) {
 		if w.Chain == "C" && w.Extra["atomic"] == true {
 			types[w.TxID] = w.Type
 		}
@@ -188,13 +190,13 @@ func applyPAtomic(t testing.TB, db *store.DB, g *genesis.Genesis) {
 	defer tx.Rollback()
 	n := 0
 	seen := map[uint64]bool{}
-	for _, e := range loadRPC(t, "ext_bc_P.jsonl") {
+	for _, e := range devnet.LoadRPC(t, devnet.P) {
 		if e.Method != "platform.getBlockByHeight" || !strings.Contains(string(e.Params), `"hex"`) || e.Response.Result == nil {
 			continue
 		}
 		var r struct{ Block string }
-		decodeResult(t, e, &r)
-		blk, err := pblock.Parse(pblock.Codec, hexBytes(t, r.Block))
+		devnet.Result(t, e, &r)
+		blk, err := pblock.Parse(pblock.Codec, devnet.HexBytes(t, r.Block))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,15 +335,11 @@ func snapshot(t testing.TB, db *store.DB) string {
 }
 
 func TestAtomicUTXOsAnyOrder(t *testing.T) {
-	g := loadGenesis(t)
-	xBlocks := recordedXBlocks(t)
+	g := indextest.Genesis(t)
+	xBlocks := indextest.XBlocks(t)
 	cBlocks := recordedCBlocks(t)
-	work := loadWorkload(t)
-	var netw struct {
-		AvaxAssetID   string            `json:"avaxAssetID"`
-		BlockchainIDs map[string]string `json:"blockchainIDs"`
-	}
-	readJSON(t, fixture(t, "network.json"), &netw)
+	work := devnet.LoadWorkload[map[string]any](t)
+	netw := devnet.LoadNetwork(t)
 	keyOf := map[string]string{}
 	for k, id := range netw.BlockchainIDs {
 		keyOf[id] = k
@@ -365,7 +363,7 @@ func TestAtomicUTXOsAnyOrder(t *testing.T) {
 				for _, chain := range order {
 					switch chain {
 					case "X":
-						applyBlocks(t, db, ix, xBlocks)
+						indextest.Apply(t, db, ix, xBlocks, 1)
 					case "C":
 						changes = applyC(t, db, a, cBlocks)
 					case "P":
@@ -397,12 +395,12 @@ func firstDiff(a, b string) string {
 func checkAgainstRecording(t *testing.T, db *store.DB, work []workloadTx, avaxID string,
 	keyOf map[string]string, changes map[string][]catomic.BalanceChange) {
 	ctx := context.Background()
-	chainOfFile := map[string]string{"ext_bc_X.jsonl": "X", "ext_bc_P.jsonl": "P", "ext_bc_C_avax.jsonl": "C"}
+	chainOfFile := map[string]string{devnet.X: "X", devnet.P: "P", devnet.CAvax: "C"}
 
 	t.Run("sourceChain utxos", func(t *testing.T) {
 		n, nonEmpty := 0, 0
 		for file, chain := range chainOfFile {
-			for _, e := range loadRPC(t, file) {
+			for _, e := range devnet.LoadRPC(t, file) {
 				if !strings.HasSuffix(e.Method, ".getUTXOs") || e.Response.Result == nil {
 					continue
 				}
@@ -410,15 +408,15 @@ func checkAgainstRecording(t *testing.T, db *store.DB, work []workloadTx, avaxID
 					Addresses   []string
 					SourceChain string
 				}
-				decodeParams(t, e, &p)
+				devnet.Params(t, e, &p)
 				if p.SourceChain == "" {
 					continue
 				}
 				var r struct{ UTXOs []string }
-				decodeResult(t, e, &r)
+				devnet.Result(t, e, &r)
 				want := map[string][]byte{}
 				for _, h := range r.UTXOs {
-					b := hexBytes(t, h)
+					b := devnet.HexBytes(t, h)
 					want[utxoIDOf(t, b)] = b
 				}
 				got := unspentUTXOs(t, db, chain, p.SourceChain, p.Addresses)
@@ -586,7 +584,7 @@ func utxoIDOf(t testing.TB, b []byte) string {
 }
 
 func TestUndecodableExtraDataStoredRaw(t *testing.T) {
-	g := loadGenesis(t)
+	g := indextest.Genesis(t)
 	good := recordedCBlocks(t)[0]
 	extra := append([]byte{}, good.extra...)
 	extra[2+4+3] = 42 // the first tx's type ID: no such atomic tx type

@@ -2,11 +2,10 @@ package evm
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
-	"github.com/permafrost-dev/permafrost/internal/genesis"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -38,10 +37,7 @@ func TestRecordedCChainWithAtomic(t *testing.T) {
 	blocks := rec.rawBlocks(t)
 	work := loadWorkload(t)
 	net := loadNetwork(t)
-	g, err := genesis.Load(88888, filepath.Join(fixtureDir(t), "genesis.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := indextest.Genesis(t)
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		a, err := catomic.New(g, nil)
 		if err != nil {
@@ -56,7 +52,7 @@ func TestRecordedCChainWithAtomic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingestAll(t, db, ix, blocks, 10)
+		indextest.Apply(t, db, ix, blocks, 10)
 		checkRecordedChain(t, db, rec, work, net, nil)
 		var n int
 		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM px_txs WHERE chain_key = 'C'`).Scan(&n); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -28,7 +29,7 @@ func TestGeneratedChainInvariants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingestAll(t, db, ix, blocks, 25)
+		indextest.Apply(t, db, ix, blocks, 25)
 
 		sum := func(q string) *big.Int {
 			rows, err := db.QueryContext(ctx, q)

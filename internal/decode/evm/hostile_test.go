@@ -10,6 +10,7 @@ import (
 
 	"github.com/ava-labs/libevm/common"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -240,7 +241,7 @@ func TestRollbackAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingestAll(t, db, ix, blocks[:20], 20)
+		indextest.Apply(t, db, ix, blocks[:20], 20)
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +254,7 @@ func TestRollbackAndReplay(t *testing.T) {
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		ingestAll(t, db, ix, blocks[20:], 7)
+		indextest.Apply(t, db, ix, blocks[20:], 7)
 		checkRecordedChain(t, db, rec, work, net, atomicTouched(work))
 	})
 }

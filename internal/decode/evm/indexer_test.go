@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -14,45 +13,19 @@ import (
 	"github.com/ava-labs/libevm/accounts/abi"
 	"github.com/ava-labs/libevm/common"
 
-	"github.com/permafrost-dev/permafrost/internal/genesis"
-	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 func cChainConfig(t testing.TB) Config {
 	t.Helper()
-	g, err := genesis.Load(88888, filepath.Join(fixtureDir(t), "genesis.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := CChainConfig(g)
+	cfg, err := CChainConfig(indextest.Genesis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// ingestAll applies blocks through ix in store transactions of batch blocks,
-// as the ingest driver does.
-func ingestAll(t testing.TB, db *store.DB, ix ingest.Indexer, blocks []ingest.RawBlock, batch int) {
-	t.Helper()
-	ctx := context.Background()
-	for i := 0; i < len(blocks); i += batch {
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range blocks[i:min(i+batch, len(blocks))] {
-			if err := ix.Apply(ctx, tx, b); err != nil {
-				tx.Rollback()
-				t.Fatalf("apply %d: %v", b.Height, err)
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // atomicTouched lists the EVM addresses of the workload's atomic C-chain txs:
@@ -81,7 +54,7 @@ func TestRecordedCChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingestAll(t, db, ix, blocks, 10)
+		indextest.Apply(t, db, ix, blocks, 10)
 		checkRecordedChain(t, db, rec, work, net, atomicTouched(work))
 	})
 }
@@ -89,7 +62,7 @@ func TestRecordedCChain(t *testing.T) {
 // checkRecordedChain compares the index of devnet-a's C-chain with the
 // recorded node answers. Native balances of addresses in skipNative are only
 // compared at block 0 (before any atomic tx).
-func checkRecordedChain(t *testing.T, db *store.DB, rec *recording, work []workloadTx, net networkFacts, skipNative map[string]bool) {
+func checkRecordedChain(t *testing.T, db *store.DB, rec *recording, work []workloadTx, net *devnet.Network, skipNative map[string]bool) {
 	ctx := context.Background()
 	t.Run("blocks", func(t *testing.T) { checkBlocks(t, ctx, db, rec, net) })
 	t.Run("workload_txs", func(t *testing.T) { checkWorkloadTxs(t, ctx, db, work) })
@@ -102,7 +75,7 @@ func checkRecordedChain(t *testing.T, db *store.DB, rec *recording, work []workl
 	t.Run("list_native", func(t *testing.T) { checkListNative(t, ctx, db, rec) })
 }
 
-func checkBlocks(t *testing.T, ctx context.Context, db *store.DB, rec *recording, net networkFacts) {
+func checkBlocks(t *testing.T, ctx context.Context, db *store.DB, rec *recording, net *devnet.Network) {
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evm_blocks WHERE chain_key = 'C'`).Scan(&n); err != nil {
 		t.Fatal(err)
@@ -397,7 +370,7 @@ func checkTransfers(t *testing.T, ctx context.Context, db *store.DB, rec *record
 // checkTokenCalls compares balances and owners with the recorded eth_call
 // answers at the tip: balanceOf (ERC-20 amount, ERC-721 count),
 // balanceOf(address,uint256) and balanceOfBatch (ERC-1155), ownerOf.
-func checkTokenCalls(t *testing.T, ctx context.Context, db *store.DB, rec *recording, net networkFacts) {
+func checkTokenCalls(t *testing.T, ctx context.Context, db *store.DB, rec *recording, net *devnet.Network) {
 	typeOf := map[string]string{
 		net.CChainContracts["erc20"]:        "ERC-20",
 		net.CChainContracts["factoryChild"]: "ERC-20",
@@ -560,7 +533,7 @@ func checkTokenHistory(t *testing.T, ctx context.Context, db *store.DB, rec *rec
 	}
 }
 
-func checkContracts(t *testing.T, ctx context.Context, db *store.DB, work []workloadTx, net networkFacts) {
+func checkContracts(t *testing.T, ctx context.Context, db *store.DB, work []workloadTx, net *devnet.Network) {
 	type row struct{ kind, txHash, deployer, erc string }
 	get := func(addr string) (row, error) {
 		var r row

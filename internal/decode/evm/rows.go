@@ -18,84 +18,210 @@ const maxParams = 30000
 // the statement text and its cached preparation cost more than they save.
 const maxRows = 400
 
-// rowSet collects the rows of one table for one block and writes them with
-// multi-row INSERT ... VALUES (...),(...) statements.
-type rowSet struct {
-	spec *insertSpec
-	args []any
+// colKind is a column's SQL type, for PostgreSQL's typed arrays.
+type colKind uint8
+
+const (
+	colText colKind = iota
+	colInt
+	colBlob // nil is NULL
+)
+
+// column is one column of an insert. A block column has the same value in
+// every row of a block (chain, block number, ...): it is bound once per
+// statement rather than once per row, which saves most of the per-value cost
+// of database/sql and cgo on the narrow tables.
+type column struct {
+	name  string
+	kind  colKind
+	block bool
 }
 
-func (r *rowSet) reset()    { clear(r.args); r.args = r.args[:0] }
-func (r *rowSet) rows() int { return len(r.args) / len(r.spec.cols) }
+func cText(name string) column { return column{name: name, kind: colText} }
+func cInt(name string) column  { return column{name: name, kind: colInt} }
+func cBlob(name string) column { return column{name: name, kind: colBlob} }
+func bText(name string) column { return column{name: name, kind: colText, block: true} }
+func bInt(name string) column  { return column{name: name, kind: colInt, block: true} }
+func (c column) sqlType() string {
+	return [...]string{colText: "text", colInt: "bigint", colBlob: "bytea"}[c.kind]
+}
 
+// rowSet collects the rows of one table for one block: the block columns'
+// values once (blockArgs), and the other columns' values row after row (args),
+// both in column order.
+type rowSet struct {
+	spec      *insertSpec
+	blockArgs []any
+	args      []any
+	buf       []any // statement arguments (SQLite)
+}
+
+func (r *rowSet) reset() {
+	clear(r.blockArgs)
+	r.blockArgs = r.blockArgs[:0]
+	clear(r.args)
+	r.args = r.args[:0]
+}
+
+func (r *rowSet) rows() int { return len(r.args) / r.spec.perRow }
+
+func (r *rowSet) check() error {
+	if len(r.blockArgs) != len(r.spec.cols)-r.spec.perRow || len(r.args)%r.spec.perRow != 0 {
+		return fmt.Errorf("evm: %s: %d block values and %d row values for %d columns", r.spec.table,
+			len(r.blockArgs), len(r.args), len(r.spec.cols))
+	}
+	return nil
+}
+
+// flush writes the rows with multi-row INSERT ... VALUES statements (SQLite;
+// PostgreSQL uses pgWriter).
 func (r *rowSet) flush(ctx context.Context, tx *store.Tx) error {
 	n := r.rows()
 	if n == 0 {
 		return nil
 	}
-	if len(r.args)%len(r.spec.cols) != 0 {
-		return fmt.Errorf("evm: %s: %d values for %d columns", r.spec.table, len(r.args), len(r.spec.cols))
+	if err := r.check(); err != nil {
+		return err
 	}
 	per := r.spec.chunk()
-	cols := len(r.spec.cols)
+	w := r.spec.perRow
 	for i := 0; i < n; i += per {
 		k := min(per, n-i)
-		if _, err := tx.Exec(ctx, r.spec.query(k), r.args[i*cols:(i+k)*cols]...); err != nil {
+		r.buf = append(r.fullRow(r.buf[:0], i), r.args[(i+1)*w:(i+k)*w]...)
+		_, err := tx.Exec(ctx, r.spec.values(k), r.buf...)
+		clear(r.buf)
+		if err != nil {
 			return fmt.Errorf("evm: insert %s: %w", r.spec.table, err)
 		}
 	}
 	return nil
 }
 
-// insertSpec describes one INSERT and caches its text per row count.
+// fullRow appends the values of row i, block columns included, in column order.
+func (r *rowSet) fullRow(dst []any, i int) []any {
+	b, j := 0, i*r.spec.perRow
+	for _, c := range r.spec.cols {
+		if c.block {
+			dst = append(dst, r.blockArgs[b])
+			b++
+		} else {
+			dst = append(dst, r.args[j])
+			j++
+		}
+	}
+	return dst
+}
+
+// insertSpec describes one INSERT and caches its statements.
 type insertSpec struct {
 	table  string
-	cols   []string
+	cols   []column
 	suffix string // e.g. ON CONFLICT ... DO UPDATE ...
+	perRow int    // columns that are not block columns
 
 	mu      sync.Mutex
-	queries map[int]string
+	queries map[int]string // VALUES statement per row count
+	unnest  string
 }
 
-func newInsert(table string, cols []string, suffix string) *insertSpec {
-	return &insertSpec{table: table, cols: cols, suffix: suffix, queries: make(map[int]string)}
+func newInsert(table string, cols []column, suffix string) *insertSpec {
+	s := &insertSpec{table: table, cols: cols, suffix: suffix, queries: make(map[int]string)}
+	for _, c := range cols {
+		if !c.block {
+			s.perRow++
+		}
+	}
+	s.unnest = s.buildUnnest()
+	return s
 }
 
-func (s *insertSpec) chunk() int { return min(maxRows, maxParams/len(s.cols)) }
+func (s *insertSpec) chunk() int { return min(maxRows, (maxParams-len(s.cols))/s.perRow) }
 
-func (s *insertSpec) query(rows int) string {
+func (s *insertSpec) head(b *strings.Builder) {
+	b.WriteString("INSERT INTO ")
+	b.WriteString(s.table)
+	b.WriteString(" (")
+	for i, c := range s.cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c.name)
+	}
+	b.WriteString(") ")
+}
+
+func (s *insertSpec) tail(b *strings.Builder) string {
+	if s.suffix != "" {
+		b.WriteByte(' ')
+		b.WriteString(s.suffix)
+	}
+	return b.String()
+}
+
+// values is INSERT ... VALUES (...),... for rows rows. Parameters are
+// numbered in order of first appearance (SQLite binds $N by that order, not
+// by N): the first row has them all, the next rows repeat the block columns'
+// numbers and number their own values on. fullRow and the other rows' values
+// are the arguments.
+func (s *insertSpec) values(rows int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if q, ok := s.queries[rows]; ok {
 		return q
 	}
 	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(s.table)
-	b.WriteString(" (")
-	b.WriteString(strings.Join(s.cols, ", "))
-	b.WriteString(") VALUES ")
+	s.head(&b)
+	b.WriteString("VALUES ")
 	p := 1
 	for r := 0; r < rows; r++ {
 		if r > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte('(')
-		for c := range s.cols {
+		for c, col := range s.cols {
 			if c > 0 {
 				b.WriteByte(',')
 			}
 			b.WriteByte('$')
+			if col.block && r > 0 {
+				b.WriteString(strconv.Itoa(c + 1)) // its number in the first row
+				continue
+			}
 			b.WriteString(strconv.Itoa(p))
 			p++
 		}
 		b.WriteByte(')')
 	}
-	if s.suffix != "" {
-		b.WriteByte(' ')
-		b.WriteString(s.suffix)
-	}
-	q := b.String()
+	q := s.tail(&b)
 	s.queries[rows] = q
 	return q
+}
+
+// buildUnnest is the PostgreSQL form for any number of rows: block columns as
+// scalars, the others as one typed array each, so one fixed statement (one
+// plan) serves every block:
+//
+//	INSERT INTO t (a, b, c) SELECT $1::text, u.b, u.c FROM unnest($2::bigint[], $3::text[]) AS u(b, c)
+func (s *insertSpec) buildUnnest() string {
+	var b strings.Builder
+	s.head(&b)
+	b.WriteString("SELECT ")
+	var arrays, names []string
+	bi, ai := 1, len(s.cols)-s.perRow+1
+	for c, col := range s.cols {
+		if c > 0 {
+			b.WriteString(", ")
+		}
+		if col.block {
+			fmt.Fprintf(&b, "$%d::%s", bi, col.sqlType())
+			bi++
+			continue
+		}
+		fmt.Fprintf(&b, "u.%s", col.name)
+		arrays = append(arrays, fmt.Sprintf("$%d::%s[]", ai, col.sqlType()))
+		names = append(names, col.name)
+		ai++
+	}
+	fmt.Fprintf(&b, " FROM unnest(%s) AS u(%s)", strings.Join(arrays, ", "), strings.Join(names, ", "))
+	return s.tail(&b)
 }

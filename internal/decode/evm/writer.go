@@ -14,40 +14,49 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
-// Statements. Column lists are the order values are appended in writer.
+// Statements. Column lists are the order values are appended in writer;
+// block columns (b*) are set once per block in begin, the others (c*) per row.
 var (
-	insBlocks = newInsert("evm_blocks", []string{"chain_key", "number", "hash", "parent_hash", "timestamp",
-		"timestamp_ms", "tx_count", "gas_used", "gas_limit", "base_fee", "miner", "size_bytes", "state_root",
-		"extra_data", "ext_data_hash", "ext_data_gas_used", "block_gas_cost", "min_delay_excess", "block_extra_data"}, "")
-	insTxs = newInsert("evm_txs", []string{"chain_key", "block_number", "tx_index", "hash", "block_hash",
-		"block_time", "from_addr", "to_addr", "value", "gas_limit", "gas_price", "max_fee_per_gas",
-		"max_priority_fee_per_gas", "gas_used", "nonce", "tx_type", "status", "method_id", "input_size",
-		"contract_address", "log_count"}, "")
-	insAddrTxs = newInsert("evm_address_txs", []string{"chain_key", "address", "block_number", "tx_index"}, "")
-	insLogs    = newInsert("evm_logs", []string{"chain_key", "block_number", "log_index", "tx_index", "tx_hash",
-		"address", "topic_count", "topic0", "topic1", "topic2", "topic3", "data"}, "")
-	insTransfers = newInsert("evm_transfers", []string{"chain_key", "block_number", "log_index", "batch_index",
-		"tx_index", "tx_hash", "block_time", "token", "erc_type", "from_addr", "to_addr", "operator", "token_id",
-		"value"}, "")
-	insContracts = newInsert("evm_contracts", []string{"chain_key", "address", "creation_kind", "tx_hash",
-		"block_number", "block_time", "deployer_address", "erc_type", "erc_type_block"},
+	insBlocks = newInsert("evm_blocks", []column{cText("chain_key"), cInt("number"), cText("hash"),
+		cText("parent_hash"), cInt("timestamp"), cInt("timestamp_ms"), cInt("tx_count"), cInt("gas_used"),
+		cInt("gas_limit"), cText("base_fee"), cText("miner"), cInt("size_bytes"), cText("state_root"),
+		cText("extra_data"), cText("ext_data_hash"), cText("ext_data_gas_used"), cText("block_gas_cost"),
+		cText("min_delay_excess"), cBlob("block_extra_data")}, "")
+	insTxs = newInsert("evm_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
+		cText("hash"), bText("block_hash"), bInt("block_time"), cText("from_addr"), cText("to_addr"),
+		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
+		cText("max_priority_fee_per_gas"), cInt("gas_used"), cInt("nonce"), cInt("tx_type"), cInt("status"),
+		cText("method_id"), cInt("input_size"), cText("contract_address"), cInt("log_count")}, "")
+	insAddrTxs = newInsert("evm_address_txs", []column{bText("chain_key"), cText("address"),
+		bInt("block_number"), cInt("tx_index")}, "")
+	insLogs = newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
+		cInt("tx_index"), cText("tx_hash"), cText("address"), cInt("topic_count"), cText("topic0"),
+		cText("topic1"), cText("topic2"), cText("topic3"), cBlob("data")}, "")
+	insTransfers = newInsert("evm_transfers", []column{bText("chain_key"), bInt("block_number"),
+		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cText("tx_hash"), bInt("block_time"),
+		cText("token"), cText("erc_type"), cText("from_addr"), cText("to_addr"), cText("operator"),
+		cText("token_id"), cText("value")}, "")
+	insContracts = newInsert("evm_contracts", []column{bText("chain_key"), cText("address"),
+		cText("creation_kind"), cText("tx_hash"), bInt("block_number"), bInt("block_time"),
+		cText("deployer_address"), cText("erc_type"), cInt("erc_type_block")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
 			" WHERE evm_contracts.erc_type = '' AND excluded.erc_type <> ''")
-	insNFTs = newInsert("evm_nft_tokens", []string{"chain_key", "token", "token_id", "erc_type", "owner",
-		"owner_block", "first_block"},
+	insNFTs = newInsert("evm_nft_tokens", []column{bText("chain_key"), cText("token"), cText("token_id"),
+		cText("erc_type"), cText("owner"), bInt("owner_block"), bInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
 			" WHERE excluded.owner <> ''")
-	insNFTHistory = newInsert("evm_nft_owner_history", []string{"chain_key", "token", "token_id", "block_number",
-		"owner"}, "")
-	insTokenBal = newInsert("evm_token_balances", []string{"chain_key", "holder", "erc_type", "token", "token_id",
-		"balance", "block_number"},
+	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cText("token"),
+		cText("token_id"), bInt("block_number"), cText("owner")}, "")
+	insTokenBal = newInsert("evm_token_balances", []column{bText("chain_key"), cText("holder"),
+		cText("erc_type"), cText("token"), cText("token_id"), cText("balance"), bInt("block_number")},
 		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insTokenHist = newInsert("evm_token_balance_history", []string{"chain_key", "holder", "erc_type", "token",
-		"token_id", "block_number", "balance"}, "")
-	insNativeBal = newInsert("evm_native_balances", []string{"chain_key", "address", "balance", "block_number"},
+	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cText("holder"),
+		cText("erc_type"), cText("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
+	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cText("address"),
+		cText("balance"), bInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insNativeHist = newInsert("evm_native_balance_history", []string{"chain_key", "address", "block_number",
-		"balance"}, "")
+	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cText("address"),
+		bInt("block_number"), cText("balance")}, "")
 
 	// SQLite: point reads of the current balance of one key.
 	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
@@ -130,12 +139,19 @@ type writer struct {
 	cacheT   map[tokenKey]*big.Int
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
+	// complete: cacheN and cacheT hold every stored balance of the chain
+	// (filled since its genesis block, never emptied), so a key they miss
+	// has no stored balance and needs no read. An index built from genesis
+	// reads no balances until a cache outgrows maxCached.
+	complete bool
 
 	nftPool  []*nftState
 	nnftPool int
 	conPool  []*contractState
 	nconPool int
 	tmp2     big.Int
+
+	pg pgWriter
 }
 
 func newWriter(log *slog.Logger) *writer {
@@ -177,14 +193,22 @@ func (w *writer) dropCaches() {
 	clear(w.cacheT)
 	clear(w.knownC)
 	clear(w.knownNFT)
+	w.complete = false
 }
 
 func (w *writer) begin(chain string, b *block, hash string) {
+	if b.number == 0 {
+		// Nothing of the chain is stored before its genesis block, and
+		// caches are empty then (applying a height again drops them).
+		w.complete = true
+	}
 	if len(w.cacheN) > maxCached {
 		clear(w.cacheN)
+		w.complete = false
 	}
 	if len(w.cacheT) > maxCached {
 		clear(w.cacheT)
+		w.complete = false
 	}
 	if len(w.knownC) > maxCached {
 		clear(w.knownC)
@@ -203,10 +227,23 @@ func (w *writer) begin(chain string, b *block, hash string) {
 	w.nnftPool, w.nconPool = 0, 0
 	w.nbig = 0
 	w.txHash = w.txHash[:0]
-	for _, r := range []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+	for _, r := range w.sets() {
 		r.reset()
 	}
+	num := i64(b.number)
+	w.txs.blockArgs = append(w.txs.blockArgs, chain, num, hash, w.time)
+	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
+	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
+	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+		r.blockArgs = append(r.blockArgs, chain, num)
+	}
+}
+
+// sets lists the row sets in the order they are written.
+func (w *writer) sets() [12]*rowSet {
+	return [...]*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
+		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -324,18 +361,18 @@ func (w *writer) collect() error {
 		if t.hasPrio {
 			maxPrio = decimal(&t.maxPrio)
 		}
-		w.txs.args = append(w.txs.args, chain, num, int64(i), txHash, w.hash, w.time, from, to,
+		w.txs.args = append(w.txs.args, int64(i), txHash, from, to,
 			decimal(&t.value), i64(t.gas), decimal(&t.effPrice), maxFee, maxPrio, i64(t.gasUsed), i64(t.nonce),
 			i64(t.typ), int64(t.status), method, int64(t.inputLen), contract, int64(len(t.logs)))
 
 		// Address links: sender, recipient, created contract (once each per tx).
-		w.addrTxs.args = append(w.addrTxs.args, chain, from, num, int64(i))
+		w.addrTxs.args = append(w.addrTxs.args, from, int64(i))
 		if t.hasTo && t.to != t.from {
-			w.addrTxs.args = append(w.addrTxs.args, chain, to, num, int64(i))
+			w.addrTxs.args = append(w.addrTxs.args, to, int64(i))
 		}
 		created := t.hasContract && !t.hasTo && t.status == 1
 		if created && t.contract != t.from {
-			w.addrTxs.args = append(w.addrTxs.args, chain, contract, num, int64(i))
+			w.addrTxs.args = append(w.addrTxs.args, contract, int64(i))
 		}
 		if created {
 			w.contract(t.contract, "tx", i)
@@ -374,7 +411,7 @@ func (w *writer) collect() error {
 		}
 
 		for j := range t.logs {
-			if err := w.collectLog(num, i, txHash, &t.logs[j]); err != nil {
+			if err := w.collectLog(i, txHash, &t.logs[j]); err != nil {
 				return fmt.Errorf("tx %s log %d: %w", txHash, j, err)
 			}
 		}
@@ -397,8 +434,7 @@ func lowerHex(h []byte) string {
 
 var zeroAddr common.Address
 
-func (w *writer) collectLog(num int64, txIdx int, txHash string, l *logEntry) error {
-	chain := w.chain
+func (w *writer) collectLog(txIdx int, txHash string, l *logEntry) error {
 	var topics [4]string
 	for k := 0; k < l.ntopics; k++ {
 		topics[k] = hexString(l.topics[k][:])
@@ -407,7 +443,7 @@ func (w *writer) collectLog(num int64, txIdx int, txHash string, l *logEntry) er
 	if data == nil {
 		data = []byte{} // NOT NULL column
 	}
-	w.logs.args = append(w.logs.args, chain, num, i64(l.index), int64(txIdx), txHash, w.addr(l.address),
+	w.logs.args = append(w.logs.args, i64(l.index), int64(txIdx), txHash, w.addr(l.address),
 		int64(l.ntopics), topics[0], topics[1], topics[2], topics[3], data)
 	w.contract(l.address, "observed", txIdx)
 
@@ -426,8 +462,8 @@ func (w *writer) collectLog(num int64, txIdx int, txHash string, l *logEntry) er
 		if x.value != nil {
 			value = wordDecimal(x.value, &w.tmp)
 		}
-		w.transfers.args = append(w.transfers.args, chain, num, i64(l.index), int64(x.batch), int64(txIdx),
-			txHash, w.time, token, x.typ.String(), w.addr(x.from), w.addr(x.to), operator, id, value)
+		w.transfers.args = append(w.transfers.args, i64(l.index), int64(x.batch), int64(txIdx),
+			txHash, token, x.typ.String(), w.addr(x.from), w.addr(x.to), operator, id, value)
 
 		c := w.cons[l.address]
 		if c.erc == ercNone {
@@ -502,7 +538,7 @@ func (w *writer) buildContracts() {
 		if c.erc != ercNone {
 			ercBlock = i64(b.number)
 		}
-		w.contracts.args = append(w.contracts.args, w.chain, w.addr(a), c.kind, w.txHash[c.tx], i64(b.number), w.time,
+		w.contracts.args = append(w.contracts.args, w.addr(a), c.kind, w.txHash[c.tx],
 			w.addr(t.from), c.erc.String(), ercBlock)
 	}
 }
@@ -513,22 +549,34 @@ func (w *writer) buildNFTs(num int64) {
 		owner := ""
 		if s.typ == erc721 && s.moved {
 			owner = w.addr(s.owner)
-			w.nftHist.args = append(w.nftHist.args, w.chain, w.addr(k.token), k.id, num, owner)
+			w.nftHist.args = append(w.nftHist.args, w.addr(k.token), k.id, owner)
 		} else if _, ok := w.knownNFT[k]; ok {
 			continue // an ERC-1155 id already recorded
 		}
 		w.knownNFT[k] = struct{}{}
-		w.nftRows.args = append(w.nftRows.args, w.chain, w.addr(k.token), k.id, s.typ.String(), owner, num, num)
+		w.nftRows.args = append(w.nftRows.args, w.addr(k.token), k.id, s.typ.String(), owner)
 	}
 }
 
 // write runs the block's statements: a handful per block whatever its size.
 func (w *writer) write(ctx context.Context, tx *store.Tx) error {
+	if tx.Dialect() == store.SQLite {
+		// go-sqlite3 runs each statement under a cancellable context on a
+		// new goroutine, to interrupt it on cancel: two thread hand-offs per
+		// statement, a tenth of the block's time. These statements are
+		// short; the context is checked once per block instead.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ctx = context.WithoutCancel(ctx)
+	}
 	if err := w.balances(ctx, tx); err != nil {
 		return err
 	}
-	for _, r := range []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+	if tx.Dialect() == store.Postgres {
+		return w.pg.write(ctx, tx, w.sets())
+	}
+	for _, r := range w.sets() {
 		if err := r.flush(ctx, tx); err != nil {
 			return err
 		}
@@ -608,7 +656,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 // PostgreSQL gets one round trip.
 func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 	n := len(w.keysN)
-	if n == 0 {
+	if n == 0 || w.complete {
 		return nil
 	}
 	if tx.Dialect() == store.SQLite {
@@ -637,7 +685,7 @@ func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 // readTokenBalances fills oldT with the stored balances of keysT (nil: none).
 func (w *writer) readTokenBalances(ctx context.Context, tx *store.Tx) error {
 	n := len(w.keysT)
-	if n == 0 {
+	if n == 0 || w.complete {
 		return nil
 	}
 	if tx.Dialect() == store.SQLite {
@@ -678,8 +726,8 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 	}
 	s := decimal(bal)
 	as := w.addr(a)
-	w.natBal.args = append(w.natBal.args, w.chain, as, s, num)
-	w.natHist.args = append(w.natHist.args, w.chain, as, num, s)
+	w.natBal.args = append(w.natBal.args, as, s)
+	w.natHist.args = append(w.natHist.args, as, s)
 }
 
 func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
@@ -690,8 +738,8 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 	}
 	s := decimal(bal)
 	h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
-	w.tokBal.args = append(w.tokBal.args, w.chain, h, typ, t, k.id, s, num)
-	w.tokHist.args = append(w.tokHist.args, w.chain, h, typ, t, k.id, num, s)
+	w.tokBal.args = append(w.tokBal.args, h, typ, t, k.id, s)
+	w.tokHist.args = append(w.tokHist.args, h, typ, t, k.id, s)
 }
 
 func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ...any) error {

@@ -24,6 +24,7 @@ import (
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 	txfee "github.com/ava-labs/avalanchego/vms/platformvm/txs/fee"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 )
 
@@ -67,25 +68,25 @@ func (c *checker) blocksAndTxs(t *testing.T) {
 // recorded getTxStatus matches.
 func (c *checker) txBytesAndStatus(t *testing.T) {
 	n := 0
-	for _, x := range c.rec.byMethod("platform.getTx") {
+	for _, x := range c.rec.Method("platform.getTx") {
 		var p struct {
 			TxID     string `json:"txID"`
 			Encoding string `json:"encoding"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		if p.Encoding != "hex" || x.Response.Error != nil {
 			continue
 		}
 		var res struct {
 			Tx string `json:"tx"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var got []byte
 		if err := c.db.QueryRowContext(c.ctx, `SELECT tx_bytes FROM px_txs WHERE tx_id = $1`, p.TxID).Scan(&got); err != nil {
 			t.Errorf("tx %s: %v", p.TxID, err)
 			continue
 		}
-		if want := hexBytes(t, res.Tx); !bytes.Equal(got, want) {
+		if want := devnet.HexBytes(t, res.Tx); !bytes.Equal(got, want) {
 			t.Errorf("tx %s bytes differ", p.TxID)
 		}
 		n++
@@ -93,15 +94,15 @@ func (c *checker) txBytesAndStatus(t *testing.T) {
 	if n < 40 {
 		t.Errorf("only %d recorded txs compared", n)
 	}
-	for _, x := range c.rec.byMethod("platform.getTxStatus") {
+	for _, x := range c.rec.Method("platform.getTxStatus") {
 		var p struct {
 			TxID string `json:"txID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			Status string `json:"status"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var got string
 		err := c.db.QueryRowContext(c.ctx, `SELECT status FROM p_txs WHERE tx_id = $1`, p.TxID).Scan(&got)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -118,7 +119,7 @@ func (c *checker) txBytesAndStatus(t *testing.T) {
 // blockTimes: block timestamps equal the recorded JSON "time" (options carry
 // their parent's), the genesis block has the genesis time.
 func (c *checker) blockTimes(t *testing.T) {
-	for _, x := range c.rec.byMethod("platform.getBlockByHeight") {
+	for _, x := range c.rec.Method("platform.getBlockByHeight") {
 		var p struct {
 			Height   json.Number `json:"height"`
 			Encoding string      `json:"encoding"`
@@ -126,7 +127,7 @@ func (c *checker) blockTimes(t *testing.T) {
 		if x.Response.Error != nil || bytes.HasPrefix(bytes.TrimSpace(x.Params), []byte("[")) {
 			continue
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		if p.Encoding != "json" {
 			continue
 		}
@@ -137,7 +138,7 @@ func (c *checker) blockTimes(t *testing.T) {
 				ID     string       `json:"id"`
 			} `json:"block"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var ts int64
 		var id string
 		if err := c.db.QueryRowContext(c.ctx, `SELECT timestamp, block_id FROM px_blocks WHERE chain_key = 'P' AND height = $1`,
@@ -199,24 +200,24 @@ func mustUint(t testing.TB, s string) uint64 {
 // platform.getUTXOs answer, UTXO bytes included.
 func (c *checker) utxoSets(t *testing.T) {
 	n := 0
-	for _, x := range c.rec.byMethod("platform.getUTXOs") {
+	for _, x := range c.rec.Method("platform.getUTXOs") {
 		var p struct {
 			Addresses   []string        `json:"addresses"`
 			Limit       json.Number     `json:"limit"`
 			StartIndex  json.RawMessage `json:"startIndex"`
 			SourceChain string          `json:"sourceChain"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		if p.StartIndex != nil || p.SourceChain != "" || p.Limit.String() != "1024" || len(p.Addresses) != 1 {
 			continue
 		}
 		var res struct {
 			UTXOs []string `json:"utxos"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		want := map[string][]byte{}
 		for _, h := range res.UTXOs {
-			b := hexBytes(t, h)
+			b := devnet.HexBytes(t, h)
 			var u avax.UTXO
 			if _, err := txs.Codec.Unmarshal(b, &u); err != nil {
 				t.Fatal(err)
@@ -252,14 +253,14 @@ func (c *checker) utxoSets(t *testing.T) {
 // balances: recorded platform.getBalance totals from the spendable sets,
 // split like the node (stakeable lock / plain lock vs the tip time).
 func (c *checker) balances(t *testing.T, tipTime int64) {
-	for _, x := range c.rec.byMethod("platform.getBalance") {
+	for _, x := range c.rec.Method("platform.getBalance") {
 		if x.Response.Error != nil {
 			continue
 		}
 		var p struct {
 			Addresses []string `json:"addresses"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			Balance            string `json:"balance"`
 			Unlocked           string `json:"unlocked"`
@@ -270,7 +271,7 @@ func (c *checker) balances(t *testing.T, tipTime int64) {
 				OutputIndex json.Number `json:"outputIndex"`
 			} `json:"utxoIDs"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		all := map[string]utxoRow{}
 		for _, a := range p.Addresses {
 			for id, r := range c.spendable(t, a) {
@@ -313,15 +314,15 @@ func (c *checker) balances(t *testing.T, tipTime int64) {
 
 // rewardUTXOs: platform.getRewardUTXOs of each staker tx, byte for byte.
 func (c *checker) rewardUTXOs(t *testing.T) {
-	for _, x := range c.rec.byMethod("platform.getRewardUTXOs") {
+	for _, x := range c.rec.Method("platform.getRewardUTXOs") {
 		var p struct {
 			TxID string `json:"txID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			UTXOs []string `json:"utxos"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		rows, err := c.db.QueryContext(c.ctx, `SELECT utxo_bytes, reward_type FROM utxos WHERE tx_id = $1 AND reward_type <> ''
 			ORDER BY output_index`, p.TxID)
 		if err != nil {
@@ -343,7 +344,7 @@ func (c *checker) rewardUTXOs(t *testing.T) {
 			continue
 		}
 		for i, h := range res.UTXOs {
-			if !bytes.Equal(got[i], hexBytes(t, h)) {
+			if !bytes.Equal(got[i], devnet.HexBytes(t, h)) {
 				t.Errorf("reward utxo %d of %s differs", i, p.TxID)
 			}
 		}
@@ -370,7 +371,7 @@ func (c *checker) rewardUTXOs(t *testing.T) {
 
 // supply: platform.getCurrentSupply at the tip.
 func (c *checker) supply(t *testing.T) {
-	for _, x := range c.rec.byMethod("platform.getCurrentSupply") {
+	for _, x := range c.rec.Method("platform.getCurrentSupply") {
 		if x.Response.Error != nil {
 			continue
 		}
@@ -378,7 +379,7 @@ func (c *checker) supply(t *testing.T) {
 			Supply string `json:"supply"`
 			Height string `json:"height"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var got string
 		if err := c.db.QueryRowContext(c.ctx, `SELECT current_supply FROM px_blocks WHERE chain_key = 'P' AND height = $1`,
 			res.Height).Scan(&got); err != nil {
@@ -398,12 +399,12 @@ func (c *checker) supply(t *testing.T) {
 // (primary, subnet A, L1 B) and getAllValidatorsAt.
 func (c *checker) validatorsAt(t *testing.T) {
 	n := 0
-	for _, x := range c.rec.byMethod("platform.getValidatorsAt") {
+	for _, x := range c.rec.Method("platform.getValidatorsAt") {
 		var p struct {
 			Height   json.RawMessage `json:"height"`
 			SubnetID string          `json:"subnetID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		h, err := strconv.ParseUint(string(p.Height), 10, 64)
 		if err != nil {
 			continue // "proposed"
@@ -418,7 +419,7 @@ func (c *checker) validatorsAt(t *testing.T) {
 			PublicKey string `json:"publicKey"`
 			Weight    string `json:"weight"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		got, err := ValidatorSetAt(c.ctx, c.db, subnet, h)
 		if err != nil {
 			t.Fatal(err)
@@ -476,11 +477,11 @@ func (c *checker) validatorsAt(t *testing.T) {
 			t.Errorf("set of %s at %d:\n got %s\nwant %s", tc.subnet, tc.height, strings.Join(got, " "), tc.want)
 		}
 	}
-	for _, x := range c.rec.byMethod("platform.getAllValidatorsAt") {
+	for _, x := range c.rec.Method("platform.getAllValidatorsAt") {
 		var p struct {
 			Height json.Number `json:"height"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			ValidatorSets map[string]struct {
 				Validators []struct {
@@ -491,7 +492,7 @@ func (c *checker) validatorsAt(t *testing.T) {
 				TotalWeight string `json:"totalWeight"`
 			} `json:"validatorSets"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		for s, set := range res.ValidatorSets {
 			subnet, err := ids.FromString(s)
 			if err != nil {
@@ -550,12 +551,12 @@ func sameOwner(t *testing.T, what, stored string, want *ownerAnswer) {
 // currentValidators: stakers and L1 validators against the recorded
 // platform.getCurrentValidators (primary, subnet A, L1 B).
 func (c *checker) currentValidators(t *testing.T, tipTime int64, accrued uint64) {
-	for _, x := range c.rec.byMethod("platform.getCurrentValidators") {
+	for _, x := range c.rec.Method("platform.getCurrentValidators") {
 		var p struct {
 			SubnetID string   `json:"subnetID"`
 			NodeIDs  []string `json:"nodeIDs"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		if len(p.NodeIDs) > 0 {
 			continue
 		}
@@ -589,7 +590,7 @@ func (c *checker) currentValidators(t *testing.T, tipTime int64, accrued uint64)
 				} `json:"signer"`
 			} `json:"validators"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 
 		// The current set from the index.
 		want := map[string]bool{}
@@ -694,11 +695,11 @@ func (c *checker) currentValidators(t *testing.T, tipTime int64, accrued uint64)
 
 // l1Validators: platform.getL1Validator, the removed one is gone.
 func (c *checker) l1Validators(t *testing.T, accrued uint64) {
-	for _, x := range c.rec.byMethod("platform.getL1Validator") {
+	for _, x := range c.rec.Method("platform.getL1Validator") {
 		var p struct {
 			ValidationID string `json:"validationID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var removed int64
 		var weight, nonce, eaf, subnet string
 		if err := c.db.QueryRowContext(c.ctx, `SELECT removed_height, weight, min_nonce, end_accumulated_fee, subnet_id
@@ -717,7 +718,7 @@ func (c *checker) l1Validators(t *testing.T, accrued uint64) {
 			Balance  string `json:"balance"`
 			SubnetID string `json:"subnetID"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		got := sp(removed, mustUint(t, weight), mustUint(t, nonce), mustUint(t, eaf)-accrued, subnet)
 		want := sp(-1, res.Weight, res.MinNonce, res.Balance, res.SubnetID)
 		if got != want {
@@ -749,11 +750,11 @@ func (c *checker) l1Validators(t *testing.T, accrued uint64) {
 
 // subnetsAndChains: platform.getSubnet, getSubnets and getBlockchains.
 func (c *checker) subnetsAndChains(t *testing.T) {
-	for _, x := range c.rec.byMethod("platform.getSubnet") {
+	for _, x := range c.rec.Method("platform.getSubnet") {
 		var p struct {
 			SubnetID string `json:"subnetID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var threshold, locktime int64
 		var addrs, conversion, manager, managerAddr, transform string
 		err := c.db.QueryRowContext(c.ctx, `SELECT owner_threshold, owner_locktime, owner_addresses, conversion_id,
@@ -777,7 +778,7 @@ func (c *checker) subnetsAndChains(t *testing.T) {
 			ManagerChainID string   `json:"managerChainID"`
 			ManagerAddress *string  `json:"managerAddress"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		sameOwner(t, p.SubnetID, fmt.Sprintf(`{"locktime":%d,"threshold":%d,"addresses":%s}`, locktime, threshold, addrs),
 			&ownerAnswer{Locktime: res.Locktime, Threshold: res.Threshold, Addresses: res.ControlKeys})
 		empty := ids.Empty.String()
@@ -797,7 +798,7 @@ func (c *checker) subnetsAndChains(t *testing.T) {
 			t.Errorf("subnet %s = %s, want %s", p.SubnetID, got, want)
 		}
 	}
-	for _, x := range c.rec.byMethod("platform.getBlockchains") {
+	for _, x := range c.rec.Method("platform.getBlockchains") {
 		var res struct {
 			Blockchains []struct {
 				ID       string `json:"id"`
@@ -806,7 +807,7 @@ func (c *checker) subnetsAndChains(t *testing.T) {
 				VMID     string `json:"vmID"`
 			} `json:"blockchains"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var want []string
 		for _, b := range res.Blockchains {
 			want = append(want, strings.Join([]string{b.ID, b.Name, b.SubnetID, b.VMID}, "/"))
@@ -850,21 +851,21 @@ func (c *checker) subnetsAndChains(t *testing.T) {
 
 // feeStates: platform.getFeeState and getValidatorFeeState at the tip.
 func (c *checker) feeStates(t *testing.T, st State) {
-	for _, x := range c.rec.byMethod("platform.getFeeState") {
+	for _, x := range c.rec.Method("platform.getFeeState") {
 		var res struct {
 			Capacity json.Number `json:"capacity"`
 			Excess   json.Number `json:"excess"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		if got, want := sp(st.FeeCapacity, st.FeeExcess), sp(res.Capacity, res.Excess); got != want {
 			t.Errorf("fee state = %s, want %s", got, want)
 		}
 	}
-	for _, x := range c.rec.byMethod("platform.getValidatorFeeState") {
+	for _, x := range c.rec.Method("platform.getValidatorFeeState") {
 		var res struct {
 			Excess json.Number `json:"excess"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		if got := sp(st.L1Excess); got != res.Excess.String() {
 			t.Errorf("validator fee excess = %s, want %s", got, res.Excess)
 		}
@@ -876,15 +877,15 @@ func (c *checker) feeStates(t *testing.T, st State) {
 
 // stakes: platform.getStake (locked stake outputs) and getTotalStake.
 func (c *checker) stakes(t *testing.T) {
-	for _, x := range c.rec.byMethod("platform.getStake") {
+	for _, x := range c.rec.Method("platform.getStake") {
 		var p struct {
 			Addresses []string `json:"addresses"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			Staked string `json:"staked"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		var total uint64
 		for _, a := range p.Addresses {
 			rows, err := c.db.QueryContext(c.ctx, `SELECT u.amount FROM utxo_addresses a JOIN utxos u ON u.utxo_id = a.utxo_id
@@ -914,15 +915,15 @@ func (c *checker) stakes(t *testing.T) {
 	if locked != 2 {
 		t.Errorf("locked stake outputs = %d, want 2 (genesis validators)", locked)
 	}
-	for _, x := range c.rec.byMethod("platform.getTotalStake") {
+	for _, x := range c.rec.Method("platform.getTotalStake") {
 		var p struct {
 			SubnetID string `json:"subnetID"`
 		}
-		x.params(t, &p)
+		devnet.Params(t, x, &p)
 		var res struct {
 			Weight string `json:"weight"`
 		}
-		x.result(t, &res)
+		devnet.Result(t, x, &res)
 		subnet, err := ids.FromString(p.SubnetID)
 		if err != nil {
 			t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -11,10 +13,10 @@ import (
 // TestDevnetA indexes the recorded devnet-a P-chain (heights 0..41) once per
 // backend and checks the derived state against the node's recorded answers.
 func TestDevnetA(t *testing.T) {
-	rec := loadRecording(t)
-	net := loadNetwork(t)
-	g := loadGenesis(t)
-	blocks := rec.blocks(t)
+	rec := devnet.LoadRPC(t, devnet.P)
+	net := devnet.LoadNetwork(t)
+	g := indextest.Genesis(t)
+	blocks := recordedBlocks(t, rec)
 	if len(blocks) != 42 {
 		t.Fatalf("recorded blocks = %d, want 42", len(blocks))
 	}
@@ -23,7 +25,7 @@ func TestDevnetA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		indexAll(t, db, ix, blocks)
+		indextest.Apply(t, db, ix, blocks, 5)
 		c := &checker{t: t, db: db, rec: rec, net: net, ctx: context.Background()}
 		var tipTime int64
 		if err := db.QueryRowContext(c.ctx, `SELECT chain_time FROM p_block_state WHERE height = 41`).Scan(&tipTime); err != nil {
@@ -59,7 +61,7 @@ func TestDevnetA(t *testing.T) {
 type checker struct {
 	t   *testing.T
 	db  *store.DB
-	rec *recording
-	net *network
+	rec devnet.Calls
+	net *devnet.Network
 	ctx context.Context
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -82,9 +84,9 @@ func (c *legacyChain) base(ins []*avax.TransferableInput, outs ...*avax.Transfer
 // comes back as plain outputs), an aborted AdvanceTimeTx, the reward at the
 // end, an export in an atomic block, a subnet validator that expires.
 func TestApricotLegacyFlow(t *testing.T) {
-	rec := loadRecording(t)
-	g := loadGenesis(t)
-	genesisBlock := rec.blocks(t)[0]
+	rec := devnet.LoadRPC(t, devnet.P)
+	g := indextest.Genesis(t)
+	genesisBlock := recordedBlocks(t, rec)[0]
 
 	// A genesis UTXO with plain AVAX to spend.
 	var src *avax.UTXO
@@ -172,7 +174,7 @@ func TestApricotLegacyFlow(t *testing.T) {
 			upgrade.UnscheduledActivationTime, upgrade.UnscheduledActivationTime, upgrade.UnscheduledActivationTime
 		up.FortunaTime, up.GraniteTime = upgrade.UnscheduledActivationTime, upgrade.UnscheduledActivationTime
 		ix.Params.Upgrades = up
-		indexAll(t, db, ix, c.blocks)
+		indextest.Apply(t, db, ix, c.blocks, 5)
 
 		state := func(h uint64) State {
 			st, err := StateAt(ctx, db, h)

@@ -9,6 +9,7 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/hashing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -23,8 +24,8 @@ func withUnknownTxType(raw []byte, offset int) []byte {
 }
 
 func TestUndecodableTxsStoredRaw(t *testing.T) {
-	g := loadGenesis(t)
-	blocks := recordedBlocks(t)
+	g := indextest.Genesis(t)
+	blocks := indextest.XBlocks(t)
 	p, err := newParser()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestUndecodableTxsStoredRaw(t *testing.T) {
 				rest := append([]byte{0, 0}, raw[tc.offset:]...)
 				unknownID := ids.ID(hashing.ComputeHash256Array(rest))
 				b := ingest.RawBlock{Height: uint64(tc.height), Hash: ids.ID(hashing.ComputeHash256Array(raw)).String(), Bytes: raw}
-				applyBlocks(t, db, ix, []ingest.RawBlock{b})
+				indextest.Apply(t, db, ix, []ingest.RawBlock{b}, 1)
 
 				var typ string
 				var stored []byte
@@ -87,8 +88,8 @@ func TestUndecodableTxsStoredRaw(t *testing.T) {
 }
 
 func TestHostileBlocks(t *testing.T) {
-	g := loadGenesis(t)
-	blocks := recordedBlocks(t)
+	g := indextest.Genesis(t)
+	blocks := indextest.XBlocks(t)
 	good := blocks[3]
 	tests := []struct {
 		name  string
@@ -136,7 +137,7 @@ func TestTxByTxMatchesParser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, b := range recordedBlocks(t) {
+	for _, b := range indextest.XBlocks(t) {
 		want, err := DecodeBlock(p, b.Bytes)
 		if err != nil {
 			t.Fatal(err)

@@ -10,13 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -56,17 +57,11 @@ func stripChain(a string) string {
 }
 
 func TestIndexRecordedXChain(t *testing.T) {
-	g := loadGenesis(t)
-	blocks := recordedBlocks(t)
-	rpc := loadRPC(t, "ext_bc_X.jsonl")
-	work := loadWorkload(t)
-	var netw struct {
-		AvaxAssetID   string            `json:"avaxAssetID"`
-		BlockchainIDs map[string]string `json:"blockchainIDs"`
-		CreatedAssets map[string]string `json:"createdAssets"`
-		RecordedAt    time.Time         `json:"recordedAt"`
-	}
-	readJSON(t, fixture(t, "network.json"), &netw)
+	g := indextest.Genesis(t)
+	blocks := indextest.XBlocks(t)
+	rpc := devnet.LoadRPC(t, devnet.X)
+	work := devnet.LoadWorkload[map[string]any](t)
+	netw := devnet.LoadNetwork(t)
 
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -74,7 +69,7 @@ func TestIndexRecordedXChain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		applyBlocks(t, db, ix, blocks)
+		indextest.Apply(t, db, ix, blocks, 1)
 
 		t.Run("blocks", func(t *testing.T) {
 			for _, e := range rpc {
@@ -92,7 +87,7 @@ func TestIndexRecordedXChain(t *testing.T) {
 						} `json:"txs"`
 					}
 				}
-				decodeResult(t, e, &r)
+				devnet.Result(t, e, &r)
 				var id, parent, txIDs string
 				var ts int64
 				var n int
@@ -162,13 +157,13 @@ func TestIndexRecordedXChain(t *testing.T) {
 				}
 				var p struct{ TxID string }
 				var r struct{ Tx string }
-				decodeParams(t, e, &p)
-				decodeResult(t, e, &r)
+				devnet.Params(t, e, &p)
+				devnet.Result(t, e, &r)
 				var got []byte
 				if err := db.QueryRowContext(ctx, `SELECT tx_bytes FROM px_txs WHERE tx_id = $1`, p.TxID).Scan(&got); err != nil {
 					t.Fatalf("tx %s: %v", p.TxID, err)
 				}
-				if !bytes.Equal(got, hexBytes(t, r.Tx)) {
+				if !bytes.Equal(got, devnet.HexBytes(t, r.Tx)) {
 					t.Errorf("tx %s bytes differ from avm.getTx", p.TxID)
 				}
 				n++
@@ -190,16 +185,16 @@ func TestIndexRecordedXChain(t *testing.T) {
 					SourceChain string
 					StartIndex  *struct{ Address, UTXO string }
 				}
-				decodeParams(t, e, &p)
+				devnet.Params(t, e, &p)
 				if p.SourceChain != "" || p.StartIndex != nil || p.Limit != 1024 {
 					continue // sourceChain needs the P exports: tested in catomic; pages below
 				}
 				var r struct{ UTXOs []string }
-				decodeResult(t, e, &r)
+				devnet.Result(t, e, &r)
 				got := unspentUTXOs(t, db, "X", "X", p.Addresses)
 				want := map[string][]byte{}
 				for _, h := range r.UTXOs {
-					b := hexBytes(t, h)
+					b := devnet.HexBytes(t, h)
 					want[utxoIDOf(t, b)] = b
 				}
 				compareUTXOs(t, p.Addresses, got, want)
@@ -221,16 +216,16 @@ func TestIndexRecordedXChain(t *testing.T) {
 					Addresses []string
 					Limit     int
 				}
-				decodeParams(t, e, &p)
+				devnet.Params(t, e, &p)
 				if p.Limit != 3 {
 					continue
 				}
 				addr = p.Addresses[0]
 				var r struct{ UTXOs []string }
-				decodeResult(t, e, &r)
+				devnet.Result(t, e, &r)
 				var page []string
 				for _, h := range r.UTXOs {
-					page = append(page, utxoIDOf(t, hexBytes(t, h)))
+					page = append(page, utxoIDOf(t, devnet.HexBytes(t, h)))
 				}
 				pages = append(pages, page)
 			}
@@ -274,8 +269,8 @@ func TestIndexRecordedXChain(t *testing.T) {
 							OutputIndex json.Number `json:"outputIndex"`
 						} `json:"utxoIDs"`
 					}
-					decodeParams(t, e, &p)
-					decodeResult(t, e, &r)
+					devnet.Params(t, e, &p)
+					devnet.Result(t, e, &r)
 					asset := p.AssetID
 					if asset == "AVAX" {
 						asset = netw.AvaxAssetID
@@ -300,8 +295,8 @@ func TestIndexRecordedXChain(t *testing.T) {
 							Balance json.Number
 						}
 					}
-					decodeParams(t, e, &p)
-					decodeResult(t, e, &r)
+					devnet.Params(t, e, &p)
+					devnet.Result(t, e, &r)
 					bal, _ := balances(t, db, p.Address, now)
 					want := map[string]string{}
 					for _, b := range r.Balances {
@@ -344,7 +339,7 @@ func TestIndexRecordedXChain(t *testing.T) {
 					AssetID, Name, Symbol string
 					Denomination          json.Number
 				}
-				decodeResult(t, e, &r)
+				devnet.Result(t, e, &r)
 				var name, symbol, typ, capacity, created string
 				var denom int64
 				if err := db.QueryRowContext(ctx, `SELECT name, symbol, denomination, asset_type, cap, created_tx FROM assets

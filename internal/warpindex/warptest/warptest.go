@@ -3,20 +3,15 @@
 // (TLS, handshake, peer-list gossip, throttling) listening on 127.0.0.1 with
 // its own staking certificate and a BLS key of the test's choosing, and
 // answers ACP-118 signature requests with avalanchego's acp118 handler and
-// Warp signer. It also reads the BLS secret keys of the devnet-a recording.
+// Warp signer.
 package warptest
 
 import (
 	"context"
 	"crypto"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,7 +35,6 @@ import (
 	"github.com/ava-labs/avalanchego/utils"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls"
-	"github.com/ava-labs/avalanchego/utils/crypto/bls/signer/localsigner"
 	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/version"
@@ -269,41 +263,3 @@ func (*sender) SendAppRequest(context.Context, set.Set[ids.NodeID], uint32, []by
 }
 
 func (*sender) SendAppGossip(context.Context, common.SendConfig, []byte) error { return nil }
-
-// DevnetBLSKeys reads the BLS secret keys of the recording in dir
-// (keys.json, "blsKeys"), by compressed public key in 0x-hex, checking each
-// secret key gives its recorded public key.
-func DevnetBLSKeys(t testing.TB, dir string) map[string]*localsigner.LocalSigner {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "keys.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var k struct {
-		BLSKeys []struct {
-			Name      string `json:"name"`
-			PublicKey string `json:"blsPublicKey"`
-			SecretKey string `json:"blsSecretKeyHex"`
-		} `json:"blsKeys"`
-	}
-	if err := json.Unmarshal(b, &k); err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]*localsigner.LocalSigner, len(k.BLSKeys))
-	for _, e := range k.BLSKeys {
-		sk, err := hex.DecodeString(strings.TrimPrefix(e.SecretKey, "0x"))
-		if err != nil {
-			t.Fatalf("warptest: key %s: %v", e.Name, err)
-		}
-		signer, err := localsigner.FromBytes(sk)
-		if err != nil {
-			t.Fatalf("warptest: key %s: %v", e.Name, err)
-		}
-		pk := "0x" + hex.EncodeToString(bls.PublicKeyToCompressedBytes(signer.PublicKey()))
-		if pk != e.PublicKey {
-			t.Fatalf("warptest: key %s gives public key %s, recorded %s", e.Name, pk, e.PublicKey)
-		}
-		out[pk] = signer
-	}
-	return out
-}

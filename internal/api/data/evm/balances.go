@@ -171,7 +171,7 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		if err := rows.Scan(&b.Address, &b.Balance, &name, &symbol, &dec, &rep); err != nil {
 			return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
 		}
-		b.Name, b.Symbol, b.Decimals = name.String, symbol.String, int(dec.Int64)
+		b.Name, b.Symbol, b.Decimals, b.decimalsKnown = name.String, symbol.String, int(dec.Int64), dec.Valid
 		b.ErcType, b.ChainID = ercERC20, q.chain.EVMChainID
 		if rep.Valid {
 			b.TokenReputation = &rep.String

@@ -1,14 +1,11 @@
 package evm_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/permafrost-dev/permafrost/internal/testenv"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
 // Contract metadata: ercType as the contracts answer supportsInterface and
@@ -49,23 +46,9 @@ func TestContractMetadata(t *testing.T) {
 			senders[tx.Hash] = strings.ToLower(tx.From)
 		})
 		created := map[string]string{}
-		f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "workload.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var w struct {
-				TxID  string `json:"txID"`
-				Type  string `json:"type"`
-				Extra struct {
-					ContractAddress string `json:"contractAddress"`
-				} `json:"extra"`
-			}
-			if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-				t.Fatal(err)
-			}
+		for _, w := range devnet.LoadWorkload[struct {
+			ContractAddress string `json:"contractAddress"`
+		}](t) {
 			if w.Type == "ContractCreation" {
 				created[strings.ToLower(w.Extra.ContractAddress)] = w.TxID
 			}

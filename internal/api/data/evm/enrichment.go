@@ -94,6 +94,9 @@ func (h *handlers) enrichErc20(ctx context.Context, q *chainReq, resp *ListErc20
 			continue
 		}
 		b.Price = &Money{CurrencyCode: currency, Value: p}
+		if !b.decimalsKnown {
+			continue // the value of a balance in unknown units is unknown
+		}
 		if v, ok := balanceValue(b.Balance, b.Decimals, p); ok {
 			b.BalanceValue = &Money{CurrencyCode: currency, Value: v}
 		}

@@ -1,7 +1,6 @@
 package evm_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -9,14 +8,13 @@ import (
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	apievm "github.com/permafrost-dev/permafrost/internal/api/data/evm"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
 )
@@ -28,7 +26,7 @@ type env struct {
 	*testenv.Env
 	mux *api.Mux
 	rec *recording
-	net networkFacts
+	net *devnet.Network
 }
 
 func setup(t *testing.T, backend string) *env {
@@ -106,43 +104,12 @@ func (e *env) fails(t testing.TB, path string, code int, want ...string) {
 
 // ---- the recording ----
 
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-type exchange struct {
-	Method   string          `json:"method"`
-	Params   json.RawMessage `json:"params"`
-	Response struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	} `json:"response"`
-}
-
-type recording struct{ calls []exchange }
+// recording holds the /ext/bc/C/rpc answers.
+type recording struct{ calls devnet.Calls }
 
 func loadRecording(t testing.TB) *recording {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "rpc", "ext_bc_C_rpc.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r := &recording{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var x exchange
-		if err := json.Unmarshal(sc.Bytes(), &x); err != nil {
-			t.Fatalf("recording line: %v", err)
-		}
-		r.calls = append(r.calls, x)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return &recording{calls: devnet.LoadRPC(t, devnet.CRPC)}
 }
 
 // each calls f with the params and result of every successful call of method.
@@ -159,34 +126,10 @@ func (r *recording) each(method string, f func(params []json.RawMessage, result 
 	}
 }
 
-// ethCall is one recorded eth_call at the tip.
-type ethCall struct {
-	To, Data string // lowercase
-	Result   string // 0x-hex, "" when reverted
-	Reverted bool
-}
-
-func (r *recording) ethCalls(t testing.TB) []ethCall {
+// ethCalls are the recorded eth_calls.
+func (r *recording) ethCalls(t testing.TB) []devnet.EthCall {
 	t.Helper()
-	var out []ethCall
-	for _, c := range r.calls {
-		if c.Method != "eth_call" {
-			continue
-		}
-		var ps []json.RawMessage
-		var call struct{ To, Data string }
-		if err := json.Unmarshal(c.Params, &ps); err != nil || len(ps) != 2 || json.Unmarshal(ps[0], &call) != nil {
-			t.Fatalf("eth_call params %s", c.Params)
-		}
-		x := ethCall{To: strings.ToLower(call.To), Data: strings.ToLower(call.Data)}
-		if c.Response.Error != nil {
-			x.Reverted = true
-		} else if err := json.Unmarshal(c.Response.Result, &x.Result); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, x)
-	}
-	return out
+	return devnet.EthCalls(t, r.calls)
 }
 
 func hexBig(t testing.TB, s string) *big.Int {
@@ -203,25 +146,12 @@ func hexBig(t testing.TB, s string) *big.Int {
 
 func hexDec(t testing.TB, s string) string { return hexBig(t, s).String() }
 
-type networkFacts struct {
-	EVMChainID      int64             `json:"evmChainID"`
-	BlockchainIDs   map[string]string `json:"blockchainIDs"`
-	CChainContracts map[string]string `json:"cChainContracts"`
-}
-
-func loadNetwork(t testing.TB) networkFacts {
+// loadNetwork is network.json with the contracts' addresses in the index's
+// form (0x-lowercase).
+func loadNetwork(t testing.TB) *devnet.Network {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "network.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n networkFacts
-	if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range n.CChainContracts {
-		n.CChainContracts[k] = strings.ToLower(v)
-	}
+	n := devnet.LoadNetwork(t)
+	n.CChainContracts = n.ContractsLower()
 	return n
 }
 

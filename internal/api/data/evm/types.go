@@ -47,6 +47,8 @@ type Erc20TokenBalance struct {
 	Balance         string  `json:"balance"`
 	BalanceValue    *Money  `json:"balanceValue,omitempty"`
 	TokenReputation *string `json:"tokenReputation"`
+
+	decimalsKnown bool // decimals() was read (else Decimals is 0 and no value is computed)
 }
 
 // TokenMetadata is spec 2.1 TokenMetadata; Attributes is ERC-721 only,

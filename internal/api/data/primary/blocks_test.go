@@ -85,7 +85,7 @@ func (e *env) recordedBlocks(t testing.TB, chain string) map[int64]*recordedBloc
 	})
 	if chain == "P" {
 		for _, b := range e.net.PBlocks {
-			get(b.Height).Type = b.BlockType
+			get(int64(b.Height)).Type = b.BlockType
 		}
 		// The genesis block's JSON has no time: it is the genesis startTime.
 		if out[0] != nil && out[0].Time == nil {

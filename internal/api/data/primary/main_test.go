@@ -1,15 +1,12 @@
 package primary_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/api/data/primary"
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
@@ -30,7 +28,7 @@ type env struct {
 	mux  *api.Mux
 	spec *apitest.Spec
 	rec  *recording
-	net  networkFacts
+	net  *devnet.Network
 }
 
 func setup(t *testing.T, backend string) *env {
@@ -44,7 +42,7 @@ func setup(t *testing.T, backend string) *env {
 	mux := api.NewMux(log)
 	primary.Register(mux, primary.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log,
 		Node: primary.NewRPCNodeView(node, 0)})
-	return &env{Env: te, mux: mux, spec: apitest.Load(t), rec: loadRecording(t), net: loadNetwork(t)}
+	return &env{Env: te, mux: mux, spec: apitest.Load(t), rec: loadRecording(t), net: devnet.LoadNetwork(t)}
 }
 
 // forEachBackend runs body on the devnet index of every backend.
@@ -164,43 +162,13 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // ---- the recording ----
 
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-type exchange struct {
-	Method   string          `json:"method"`
-	Params   json.RawMessage `json:"params"`
-	Response struct {
-		Result json.RawMessage `json:"result"`
-		Error  *rpcError       `json:"error"`
-	} `json:"response"`
-}
-
-type recording struct{ calls map[string][]exchange } // by endpoint file (P, X, info)
+type recording struct{ calls map[string]devnet.Calls } // by endpoint (P, X, C, info)
 
 func loadRecording(t testing.TB) *recording {
 	t.Helper()
-	r := &recording{calls: map[string][]exchange{}}
-	for key, file := range map[string]string{"P": "ext_bc_P.jsonl", "X": "ext_bc_X.jsonl", "C": "ext_bc_C_avax.jsonl", "info": "ext_info.jsonl"} {
-		f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "rpc", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<26)
-		for sc.Scan() {
-			var x exchange
-			if err := json.Unmarshal(sc.Bytes(), &x); err != nil {
-				t.Fatalf("recording line: %v", err)
-			}
-			r.calls[key] = append(r.calls[key], x)
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
+	r := &recording{calls: map[string]devnet.Calls{}}
+	for key, file := range map[string]string{"P": devnet.P, "X": devnet.X, "C": devnet.CAvax, "info": devnet.Info} {
+		r.calls[key] = devnet.LoadRPC(t, file)
 	}
 	return r
 }
@@ -215,83 +183,10 @@ func (r *recording) each(endpoint, method string, f func(params, result json.Raw
 	}
 }
 
-type networkFacts struct {
-	HRP           string            `json:"hrp"`
-	AvaxAssetID   string            `json:"avaxAssetID"`
-	BlockchainIDs map[string]string `json:"blockchainIDs"`
-	CreatedAssets map[string]string `json:"createdAssets"`
-	Stakers       map[string]struct {
-		NodeID         string `json:"nodeID"`
-		ValidatorTxID  string `json:"validatorTxID"`
-		DelegatorTxID  string `json:"delegatorTxID"`
-		ExpectedResult string `json:"expected"`
-	} `json:"stakers"`
-	RewardValidatorTxs []struct {
-		Height           int64  `json:"height"`
-		RewardTxID       string `json:"rewardTxID"`
-		StakerTxID       string `json:"stakerTxID"`
-		StakerTxType     string `json:"stakerTxType"`
-		OutcomeBlockType string `json:"outcomeBlockType"`
-	} `json:"rewardValidatorTxs"`
-	PBlocks []struct {
-		Height    int64  `json:"height"`
-		BlockID   string `json:"blockID"`
-		BlockType string `json:"blockType"`
-	} `json:"pBlocks"`
-	Subnets map[string]struct {
-		SubnetID string `json:"subnetID"`
-	} `json:"subnets"`
-}
-
-func loadNetwork(t testing.TB) networkFacts {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(testenv.DevnetDir(t), "network.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n networkFacts
-	if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// keys are the workload keys with their addresses.
-type key struct {
-	Name string `json:"name"`
-	P    string `json:"pChainAddress"`
-	X    string `json:"xChainAddress"`
-}
-
 // workloadTx is one line of workload.jsonl.
-type workloadTx struct {
-	Seq       int            `json:"seq"`
-	Chain     string         `json:"chain"`
-	Type      string         `json:"type"`
-	TxID      string         `json:"txID"`
-	Addresses []string       `json:"addresses"`
-	Extra     map[string]any `json:"extra"`
-}
+type workloadTx = devnet.Tx[map[string]any]
 
 func loadWorkload(t testing.TB) []workloadTx {
 	t.Helper()
-	f, err := os.Open(filepath.Join(testenv.DevnetDir(t), "workload.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []workloadTx
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var w workloadTx
-		if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, w)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return devnet.LoadWorkload[map[string]any](t)
 }

@@ -1,0 +1,185 @@
+package apibench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { storetest.Main(m) }
+
+// envInt reads a positive integer setting from the environment.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkAPI generates (once, cached) the full dataset on each backend,
+// serves it, and runs every endpoint's query mix with concurrent clients,
+// reporting p50/p99/max latency and requests/s per endpoint and printing a
+// markdown table. Settings (environment):
+//
+//	APIBENCH_BACKENDS   sqlite,postgres
+//	APIBENCH_CLIENTS    8 concurrent clients
+//	APIBENCH_SECONDS    5 seconds per endpoint (after 40 warm-up requests)
+//	APIBENCH_REQUESTS   5000 requests per endpoint at most
+//	APIBENCH_DIR        the cache (DefaultCacheDir())
+//	APIBENCH_SCALE      full, or smoke (a tiny dataset, to try the harness)
+//
+// go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
+func BenchmarkAPI(b *testing.B) {
+	cfg := FullConfig()
+	if os.Getenv("APIBENCH_SCALE") == "smoke" {
+		cfg = SmokeConfig()
+	}
+	backends := strings.Split(os.Getenv("APIBENCH_BACKENDS"), ",")
+	if os.Getenv("APIBENCH_BACKENDS") == "" {
+		backends = []string{"sqlite", "postgres"}
+	}
+	load := Load{Clients: envInt("APIBENCH_CLIENTS", 8), Duration: time.Duration(envInt("APIBENCH_SECONDS", 5)) * time.Second,
+		Requests: envInt("APIBENCH_REQUESTS", 5000), Warmup: 40}
+	dir := os.Getenv("APIBENCH_DIR")
+	if dir == "" {
+		dir = DefaultCacheDir()
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cache := &Cache{Dir: dir, Log: log}
+	var out strings.Builder
+	for _, backend := range backends {
+		b.Run(backend, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var ds *Dataset
+			var err error
+			start := time.Now()
+			switch backend {
+			case "sqlite":
+				ds, err = cache.OpenSQLite(ctx, cfg)
+			case "postgres":
+				ds, err = cache.OpenPostgres(ctx, cfg)
+			default:
+				b.Fatalf("unknown backend %q", backend)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ds.Close()
+			m := ds.Manifest
+			log.Info("dataset ready", "backend", backend, "elapsed", time.Since(start).Round(time.Second),
+				"evm_transfers", m.EVMTransfers, "utxos", m.UTXOs)
+			base, done, err := Serve(ctx, ds.DB, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			loadBefore := LoadAverage()
+			var results []Result
+			for i, sc := range Scenarios(m) {
+				b.Run(sc.Name, func(b *testing.B) {
+					r := Run(ctx, base, sc, load, int64(i))
+					results = append(results, r)
+					if r.Requests == 0 {
+						b.Fatalf("%s: no request completed", sc.Name)
+					}
+					b.ReportMetric(ms(r.P50), "p50-ms")
+					b.ReportMetric(ms(r.P99), "p99-ms")
+					b.ReportMetric(ms(r.Max), "max-ms")
+					b.ReportMetric(r.PerSecond, "req/s")
+					b.ReportMetric(float64(r.Errors), "errors")
+					if r.Errors > 0 {
+						b.Logf("%s: %d errors, e.g. %s", sc.Name, r.Errors, r.ErrSample)
+					}
+				})
+			}
+			cancel()
+			<-done
+			fmt.Fprintf(&out, "\n%s", Markdown(fmt.Sprintf("### %s (%s; %d clients, %s per endpoint; load average %s before, %s after)",
+				backend, datasetLine(ds.DB, m), load.Clients, load.Duration, loadBefore, LoadAverage()), results))
+		})
+	}
+	fmt.Println(out.String())
+}
+
+func datasetLine(db *store.DB, m *Manifest) string {
+	return fmt.Sprintf("%d EVM blocks, %d EVM txs, %d EVM transfers, %d UTXOs (%d X txs, %d P txs, %d stakers, %d reward UTXOs), %d ICM messages, %.1f GB",
+		m.EVMBlocks, m.EVMTxs, m.EVMTransfers, m.UTXOs, m.XTxCount, m.PTxCount, m.Stakers, m.RewardUTXOs, m.ICMMessages,
+		float64(m.DatabaseBytes)/1e9)
+}
+
+// TestSmoke generates a tiny dataset on SQLite, copies it to PostgreSQL, and
+// runs every scenario briefly on both: each endpoint answers 200 to its
+// whole query mix, and listings are continued with their page tokens.
+func TestSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates and serves a small dataset")
+	}
+	ctx := context.Background()
+	cache := &Cache{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
+	src, err := cache.OpenSQLite(ctx, SmokeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	m := src.Manifest
+	if m.EVMTransfers < 1000 || m.UTXOs < 3000 || m.ICMMessages == 0 || m.Stakers == 0 || m.RewardUTXOs == 0 ||
+		len(m.ERC1155Holders) == 0 || len(m.NFTTokenIDs) == 0 {
+		t.Fatalf("dataset too thin: %d transfers, %d UTXOs, %d messages, %d stakers, %d rewards, %d ERC-1155 holders, %d NFTs",
+			m.EVMTransfers, m.UTXOs, m.ICMMessages, m.Stakers, m.RewardUTXOs, len(m.ERC1155Holders), len(m.NFTTokenIDs))
+	}
+	dsts := map[string]*store.DB{"sqlite": src.DB}
+	pg := storetest.Open(t, storetest.PostgresDSN(t))
+	if err := copyDatabase(ctx, src.DB, pg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	dsts["postgres"] = pg
+	for _, name := range []string{"sqlite", "postgres"} {
+		t.Run(name, func(t *testing.T) {
+			db := dsts[name]
+			for _, table := range []string{"utxos", "evm_transfers", "icm_messages", "p_stakers"} {
+				var a, b int64
+				if err := src.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&a); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&b); err != nil {
+					t.Fatal(err)
+				}
+				if a != b || a == 0 {
+					t.Fatalf("%s: %d rows in sqlite, %d here", table, a, b)
+				}
+			}
+			sctx, cancel := context.WithCancel(ctx)
+			base, done, err := Serve(sctx, db, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { cancel(); <-done }()
+			// Some balance listings of the tiny dataset fit one page; most
+			// listings must have been continued.
+			listings, continued := 0, 0
+			for i, sc := range Scenarios(m) {
+				r := Run(ctx, base, sc, Load{Clients: 2, Duration: time.Minute, Requests: 30}, int64(i))
+				if r.Requests != 30 || r.Errors > 0 {
+					t.Errorf("%s: %d requests, %d errors, e.g. %s", sc.Name, r.Requests, r.Errors, r.ErrSample)
+				}
+				if sc.Depth > 1 {
+					listings++
+					if r.NextPages > 0 {
+						continued++
+					}
+				}
+			}
+			if continued < listings/2 {
+				t.Errorf("only %d of %d listings were continued with a page token", continued, listings)
+			}
+		})
+	}
+}

@@ -1,0 +1,281 @@
+package apibench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Cache holds the generated databases between runs: Dir/sqlite/ (the
+// SQLite file and its manifest) and Dir/postgres/ (a PostgreSQL cluster
+// directory, started for the run and stopped after it, and its manifest).
+// A dataset is complete once its manifest is written; an interrupted
+// generation is redone from scratch.
+type Cache struct {
+	Dir string
+	Log *slog.Logger
+}
+
+// DefaultCacheDir is os.TempDir()/permafrost-apibench-<Version>.
+func DefaultCacheDir() string {
+	return filepath.Join(os.TempDir(), "permafrost-apibench-"+Version)
+}
+
+// Dataset is an open, generated database.
+type Dataset struct {
+	DB       *store.DB
+	Manifest *Manifest
+	Backend  string
+	close    []func()
+}
+
+// Close closes the database (and stops the PostgreSQL server).
+func (d *Dataset) Close() {
+	for i := len(d.close) - 1; i >= 0; i-- {
+		d.close[i]()
+	}
+}
+
+// OpenSQLite opens the SQLite dataset of cfg, generating it first when the
+// cache has none (or one of another configuration).
+func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
+	dir := filepath.Join(c.Dir, "sqlite")
+	path := filepath.Join(dir, "permafrost.db")
+	m, err := readManifest(dir)
+	if err != nil || m.Version != Version || m.Config != cfg {
+		c.Log.Info("generating the SQLite dataset", "dir", dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		db, err := store.Open(ctx, "sqlite:"+path)
+		if err != nil {
+			return nil, err
+		}
+		if err := db.Migrate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		m, err = Generate(ctx, db, cfg, c.Log)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		db.Close()
+		if fi, err := os.Stat(path); err == nil {
+			m.DatabaseBytes = fi.Size()
+		}
+		if err := writeManifest(dir, m); err != nil {
+			return nil, err
+		}
+	}
+	db, err := store.Open(ctx, "sqlite:"+path)
+	if err != nil {
+		return nil, err
+	}
+	// New migrations (e.g. indexes added since the dataset was made) apply here.
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Dataset{DB: db, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
+}
+
+// OpenPostgres starts the cached PostgreSQL cluster and opens its dataset;
+// without one, it creates the cluster and copies the SQLite dataset of cfg
+// into it (the same rows, so both backends answer the same queries).
+func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) {
+	dir := filepath.Join(c.Dir, "postgres")
+	m, err := readManifest(dir)
+	fresh := err != nil || m.Version != Version || m.Config != cfg
+	if fresh {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	pg, err := startCluster(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	ds := &Dataset{Backend: "postgres", close: []func(){pg.stop}}
+	if fresh {
+		c.Log.Info("copying the SQLite dataset into PostgreSQL", "dir", dir)
+		src, err := c.OpenSQLite(ctx, cfg)
+		if err != nil {
+			ds.Close()
+			return nil, err
+		}
+		if err := pg.createDB(ctx); err != nil {
+			src.Close()
+			ds.Close()
+			return nil, err
+		}
+		dst, err := store.Open(ctx, pg.dsn())
+		if err != nil {
+			src.Close()
+			ds.Close()
+			return nil, err
+		}
+		start := time.Now()
+		err = copyDatabase(ctx, src.DB, dst, c.Log)
+		src.Close()
+		if err != nil {
+			dst.Close()
+			ds.Close()
+			return nil, fmt.Errorf("copy to postgres: %w", err)
+		}
+		m = src.Manifest
+		var size int64
+		if err := dst.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&size); err == nil {
+			m.DatabaseBytes = size
+		}
+		dst.Close()
+		c.Log.Info("copied", "elapsed", time.Since(start).Round(time.Second))
+		if err := writeManifest(dir, m); err != nil {
+			ds.Close()
+			return nil, err
+		}
+	}
+	db, err := store.Open(ctx, pg.dsn())
+	if err != nil {
+		ds.Close()
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		ds.Close()
+		return nil, err
+	}
+	// Statistics as autovacuum would have them after a load (and after a
+	// migration added indexes).
+	if _, err := db.ExecContext(ctx, `ANALYZE`); err != nil {
+		db.Close()
+		ds.Close()
+		return nil, fmt.Errorf("analyze: %w", err)
+	}
+	ds.DB, ds.Manifest = db, m
+	ds.close = append(ds.close, func() { db.Close() })
+	return ds, nil
+}
+
+// pgCluster is a PostgreSQL server on a cluster directory kept between
+// runs (storetest's throwaway cluster is removed at exit).
+type pgCluster struct {
+	dir  string
+	port int
+	run  func(ctx context.Context, args ...string) *exec.Cmd
+}
+
+const pgDatabase = "apibench"
+
+func (p *pgCluster) dsn() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.port, pgDatabase)
+}
+
+func startCluster(ctx context.Context, dir string) (*pgCluster, error) {
+	bin, err := pgBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	p := &pgCluster{dir: dir}
+	asRoot := os.Geteuid() == 0
+	var uid, gid int
+	if asRoot {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs a postgres user: %w", err)
+		}
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	p.run = func(ctx context.Context, args ...string) *exec.Cmd {
+		args[0] = filepath.Join(bin, args[0])
+		if asRoot {
+			return exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--"}, args...)...)
+		}
+		return exec.CommandContext(ctx, args[0], args[1:]...)
+	}
+	data := filepath.Join(dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if out, err := p.run(ctx, "initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+		}
+	}
+	// A server left running by an interrupted run holds the directory.
+	if _, err := os.Stat(filepath.Join(data, "postmaster.pid")); err == nil {
+		_ = p.run(ctx, "pg_ctl", "-D", data, "-m", "fast", "-w", "stop").Run()
+	}
+	if p.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	// The throwaway test cluster's settings (storetest), and a cache size
+	// that tells the planner the data is in memory.
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off "+
+		"-c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB -c effective_cache_size=4GB", p.port, dir)
+	if out, err := p.run(ctx, "pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "120", "start").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pg_ctl start: %w\n%s", err, out)
+	}
+	return p, nil
+}
+
+func (p *pgCluster) createDB(ctx context.Context) error {
+	admin, err := store.Open(ctx, strings.Replace(p.dsn(), "/"+pgDatabase+"?", "/postgres?", 1))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+pgDatabase); err != nil {
+		return fmt.Errorf("drop database: %w", err)
+	}
+	if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+pgDatabase); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	return nil
+}
+
+func (p *pgCluster) stop() {
+	// Not tied to the run's context: the server must stop even after a cancel.
+	_ = p.run(context.Background(), "pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop").Run()
+}
+
+func pgBinDir() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real), nil
+		}
+		return filepath.Dir(p), nil
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(matches) > 0 {
+		return filepath.Dir(matches[len(matches)-1]), nil
+	}
+	return "", fmt.Errorf("PostgreSQL binaries (initdb, pg_ctl) not found; install postgresql")
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

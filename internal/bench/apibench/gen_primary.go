@@ -1,0 +1,886 @@
+package apibench
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"sort"
+
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils/formatting/address"
+	"github.com/ava-labs/avalanchego/vms/components/avax"
+	ptxs "github.com/ava-labs/avalanchego/vms/platformvm/txs"
+	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
+
+	"github.com/permafrost-dev/permafrost/internal/decode/primary"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// The primary network is written through internal/decode/primary's Writer
+// (PutUTXO, SpendUTXO, LinkTx: the functions the P, X and C-atomic indexers
+// call), with px_blocks, px_txs, assets, p_stakers and p_validator_set rows
+// written by the same statements as internal/decode/{xchain,pchain}. The
+// transactions are not signed avalanchego transactions (ids and signatures
+// are random, like the EVM generator's hashes), but the rows are consistent:
+// every spent UTXO was created earlier, amounts balance (a fixed fee is
+// burned), every UTXO is indexed by its owner, every tx is linked to its
+// assets and addresses.
+//
+// Activity is Zipf-distributed over the addresses (index 0 is the busiest),
+// so there are hot addresses with tens of thousands of UTXOs and cold ones
+// with a few. Addresses are funded by a faucet on demand.
+
+const (
+	fee         = 1_000_000             // nAVAX burned per tx
+	faucetGift  = 100_000_000_000       // 100 AVAX per funding
+	faucetFunds = 1 << 62               // the faucets' initial UTXO
+	assetSupply = 1_000_000_000_000_000 // other assets' initial supply
+	otherAssets = 4
+	xBlockStep  = 2  // seconds between X blocks
+	pChainDays  = 8 // the P-chain's span (stakers need days of chain time)
+	blocksPerTx = 20 // blocks per store transaction
+	genesisTime = 1_700_000_000
+	maxHeight   = 1<<63 - 1
+	day         = 86_400
+)
+
+type utxoRef struct {
+	tx     ids.ID
+	idx    uint32
+	amount uint64
+}
+
+// chain writes one primary chain's blocks.
+type chain struct {
+	g        *generator
+	key      string
+	utxoType string
+	step     int64
+	unspent  map[[2]int][]utxoRef // (address, asset) -> spendable UTXOs
+	height   int64
+	time     int64
+	blockID  ids.ID
+	parent   ids.ID
+	txIDs    []string
+	size     int
+	tx       *store.Tx
+	blocks   int // blocks in the current store transaction
+	txCount  int64
+	utxos    map[int]int64 // UTXOs created per address
+	reward   bool          // the open block holds a RewardValidatorTx
+	hold     bool          // the next block keeps the time (proposal and option blocks)
+	blockTyp string
+}
+
+type primaryGen struct {
+	*generator
+	rng    *rand.Rand
+	w      primary.Writer
+	addrs  []ids.ShortID
+	bech   []string
+	pick   *rand.Zipf
+	assets []ids.ID // 0 is AVAX
+	faucet int      // address index of the faucets
+}
+
+func (g *generator) generatePrimary(ctx context.Context) error {
+	n := g.cfg.Addresses
+	p := &primaryGen{generator: g, rng: rand.New(rand.NewSource(g.cfg.Seed + 3)), w: primary.Writer{HRP: hrp}, faucet: n}
+	for i := 0; i <= n; i++ {
+		var a ids.ShortID
+		p.rng.Read(a[:])
+		s, err := address.FormatBech32(hrp, a[:])
+		if err != nil {
+			return err
+		}
+		p.addrs, p.bech = append(p.addrs, a), append(p.bech, s)
+	}
+	p.pick = rand.NewZipf(p.rng, 1.1, 1, uint64(n-1))
+	p.assets = []ids.ID{p.randID()}
+	for i := 0; i < otherAssets; i++ {
+		p.assets = append(p.assets, p.randID())
+	}
+	g.m.AvaxAssetID = p.assets[0].String()
+	for _, a := range p.assets[1:] {
+		g.m.OtherAssetIDs = append(g.m.OtherAssetIDs, a.String())
+	}
+	x, err := p.newChain(ctx, "X", "transfer", xBlockStep)
+	if err != nil {
+		return err
+	}
+	if err := p.xGenesis(ctx, x); err != nil {
+		return err
+	}
+	for i := 0; i < g.cfg.XTxs; i++ {
+		if err := p.transfer(ctx, x, true); err != nil {
+			return err
+		}
+		if i%100_000 == 0 {
+			g.log.Info("x-chain txs", "n", i, "of", g.cfg.XTxs)
+		}
+	}
+	if err := x.finish(ctx); err != nil {
+		return err
+	}
+	pc, err := p.newChain(ctx, "P", "TRANSFER", int64(pChainDays*day/(g.cfg.PTxs/g.cfg.TxsPerBlock+2)))
+	if err != nil {
+		return err
+	}
+	if err := p.pChain(ctx, pc); err != nil {
+		return err
+	}
+	g.m.XTxCount, g.m.PTxCount = x.txCount, pc.txCount
+	g.m.XHotAddresses, g.m.XColdAddresses = p.hotCold(x)
+	g.m.PHotAddresses, g.m.PColdAddresses = p.hotCold(pc)
+	return nil
+}
+
+func (p *primaryGen) randID() ids.ID {
+	var id ids.ID
+	p.rng.Read(id[:])
+	return id
+}
+
+// hotCold returns the busiest addresses and a sample of quiet ones (with
+// at least a few UTXOs) of a chain.
+func (p *primaryGen) hotCold(c *chain) (hot, cold []string) {
+	type ac struct {
+		a int
+		n int64
+	}
+	var all []ac
+	for a, n := range c.utxos {
+		if a != p.faucet {
+			all = append(all, ac{a, n})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].a < all[j].a })
+	for _, x := range all[:min(10, len(all))] {
+		hot = append(hot, p.bech[x.a])
+	}
+	for i := len(all) - 1; i >= 0 && len(cold) < 200; i-- {
+		if all[i].n >= 3 {
+			cold = append(cold, p.bech[all[i].a])
+		}
+	}
+	return hot, cold
+}
+
+func (p *primaryGen) newChain(ctx context.Context, key, utxoType string, step int64) (*chain, error) {
+	c := &chain{g: p.generator, key: key, utxoType: utxoType, step: step, unspent: map[[2]int][]utxoRef{},
+		utxos: map[int]int64{}, height: -1, time: genesisTime - step}
+	if err := c.openBlock(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// openBlock starts the next block (and a store transaction when needed).
+func (c *chain) openBlock(ctx context.Context) error {
+	if c.tx == nil {
+		tx, err := c.g.db.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		c.tx = tx
+	}
+	c.height++
+	if !c.hold {
+		c.time += c.step
+	}
+	c.hold = false
+	c.parent = c.blockID
+	var id ids.ID
+	if _, err := randRead(c, id[:]); err != nil {
+		return err
+	}
+	c.blockID = id
+	c.txIDs = c.txIDs[:0]
+	c.size = 200
+	c.reward = false
+	return nil
+}
+
+// randRead fills b deterministically from the block height (blocks ids are
+// not the generator's random stream, so the stream does not depend on the
+// block layout).
+func randRead(c *chain, b []byte) (int, error) {
+	return rand.New(rand.NewSource(c.height*31 + int64(c.key[0])<<40)).Read(b)
+}
+
+// closeBlock writes the open block (as xchain/pchain do) and commits every
+// blocksPerTx blocks.
+func (c *chain) closeBlock(ctx context.Context) error {
+	js, _ := json.Marshal(c.txIDs)
+	var err error
+	if c.key == "X" {
+		_, err = c.tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
+			tx_count, tx_ids, size_bytes) VALUES ('X',$1,$2,$3,$4,$5,$6,$7,$8)`,
+			c.height, c.blockID.String(), c.parent.String(), c.time, "StandardBlock", len(c.txIDs), string(js), c.size)
+	} else {
+		typ := "BanffStandardBlock"
+		if c.reward {
+			typ = "BanffProposalBlock"
+		}
+		_, err = c.tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
+			tx_count, tx_ids, size_bytes, current_supply, l1_validators_accrued_fees, active_l1_validators)
+			VALUES ('P',$1,$2,$3,$4,$5,$6,$7,$8,$9,0,0)`,
+			c.height, c.blockID.String(), c.parent.String(), c.time, typ, len(c.txIDs), string(js), c.size,
+			"460000000000000000")
+	}
+	if err != nil {
+		return fmt.Errorf("put %s block %d: %w", c.key, c.height, err)
+	}
+	c.blocks++
+	if c.blocks >= blocksPerTx {
+		if err := c.commit(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *chain) commit(ctx context.Context) error {
+	if err := putCheckpoint(ctx, c.tx, c.key, c.height, c.blockID.String(), c.time); err != nil {
+		c.tx.Rollback()
+		return err
+	}
+	if err := c.tx.Commit(); err != nil {
+		return fmt.Errorf("commit %s: %w", c.key, err)
+	}
+	c.tx, c.blocks = nil, 0
+	return nil
+}
+
+// next closes the block when full and opens the next one.
+func (c *chain) next(ctx context.Context) error {
+	if len(c.txIDs) < c.g.cfg.TxsPerBlock {
+		return nil
+	}
+	if err := c.closeBlock(ctx); err != nil {
+		return err
+	}
+	return c.openBlock(ctx)
+}
+
+func (c *chain) finish(ctx context.Context) error {
+	if err := c.closeBlock(ctx); err != nil {
+		return err
+	}
+	if c.tx != nil {
+		return c.commit(ctx)
+	}
+	return nil
+}
+
+// output is a UTXO a tx creates.
+type output struct {
+	addr   int
+	asset  int
+	amount uint64
+	staked bool
+	start  int64
+	end    int64
+	reward string
+}
+
+// txSpec is one tx to write.
+type txSpec struct {
+	id     ids.ID
+	typ    string
+	ins    []spent
+	outs   []output
+	first  uint32 // output index of outs[0]
+	src    string // source chain (imports)
+	reward string // RewardValidatorTx: the staker tx
+	extra  []string
+}
+
+type spent struct {
+	ref   utxoRef
+	asset int
+	owner int
+}
+
+// write puts a tx with its inputs and outputs into the open block.
+func (p *primaryGen) write(ctx context.Context, c *chain, t txSpec) error {
+	txID := t.id.String()
+	creds := make([][]map[string]string, len(t.ins))
+	sig, pk := make([]byte, 65), make([]byte, 33)
+	for i := range t.ins {
+		p.rng.Read(sig)
+		p.rng.Read(pk)
+		creds[i] = []map[string]string{{"signature": base64.StdEncoding.EncodeToString(sig), "publicKey": base64.StdEncoding.EncodeToString(pk)}}
+	}
+	credJS, _ := json.Marshal(creds)
+	raw := make([]byte, 200+120*len(t.ins)+80*len(t.outs))
+	p.rng.Read(raw)
+	height := c.height
+	if height < 0 {
+		height = 0
+	}
+	var err error
+	if c.key == "X" {
+		_, err = c.tx.Exec(ctx, `INSERT INTO px_txs (tx_id, chain_key, height, tx_index, block_id, timestamp, tx_type, memo,
+			source_chain, destination_chain, credentials, tx_bytes) VALUES ($1,'X',$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
+			txID, c.height, len(c.txIDs), c.blockID.String(), c.time, t.typ, "", t.src, "", string(credJS), raw)
+	} else {
+		_, err = c.tx.Exec(ctx, `INSERT INTO px_txs (tx_id, chain_key, height, tx_index, block_id, timestamp, tx_type, memo,
+			source_chain, destination_chain, credentials, tx_bytes, reward_staker_tx, rewarded)
+			VALUES ($1,'P',$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+			txID, c.height, len(c.txIDs), c.blockID.String(), c.time, t.typ, "", t.src, "", string(credJS), raw,
+			t.reward, t.reward != "")
+	}
+	if err != nil {
+		return fmt.Errorf("put %s tx: %w", c.key, err)
+	}
+	assets := map[int]bool{}
+	addrs := map[string]bool{}
+	for i, in := range t.ins {
+		u := &avax.UTXOID{TxID: in.ref.tx, OutputIndex: in.ref.idx}
+		if err := p.w.SpendUTXO(ctx, c.tx, u, primary.Spent{TxID: txID, ChainKey: c.key, Height: uint64(height),
+			Time: c.time, InputIndex: i, AssetID: p.assets[in.asset].String(), Amount: in.ref.amount}); err != nil {
+			return err
+		}
+		assets[in.asset] = true
+		addrs[p.bech[in.owner]] = true
+	}
+	for i, o := range t.outs {
+		idx := t.first + uint32(i)
+		u := &avax.UTXO{UTXOID: avax.UTXOID{TxID: t.id, OutputIndex: idx}, Asset: avax.Asset{ID: p.assets[o.asset]},
+			Out: &secp256k1fx.TransferOutput{Amt: o.amount, OutputOwners: secp256k1fx.OutputOwners{Threshold: 1,
+				Addrs: []ids.ShortID{p.addrs[o.addr]}}}}
+		b, err := ptxs.Codec.Marshal(ptxs.CodecVersion, u)
+		if err != nil {
+			return fmt.Errorf("marshal utxo: %w", err)
+		}
+		typ := c.utxoType
+		if o.staked {
+			typ = "STAKE"
+		}
+		if err := p.w.PutUTXO(ctx, c.tx, u, b, primary.Created{CreatedChain: c.key, ChainKey: c.key, Height: uint64(height),
+			Time: c.time, UTXOType: typ, Staked: o.staked, StakeStart: o.start, StakeEnd: o.end, RewardType: o.reward}); err != nil {
+			return err
+		}
+		if o.staked {
+			if _, err := c.tx.Exec(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, true, u.InputID().String()); err != nil {
+				return fmt.Errorf("lock stake: %w", err)
+			}
+		} else {
+			k := [2]int{o.addr, o.asset}
+			c.unspent[k] = append(c.unspent[k], utxoRef{tx: t.id, idx: idx, amount: o.amount})
+		}
+		c.utxos[o.addr]++
+		assets[o.asset] = true
+		addrs[p.bech[o.addr]] = true
+	}
+	var as []ids.ID
+	for a := range assets {
+		as = append(as, p.assets[a])
+	}
+	sort.Slice(as, func(i, j int) bool { return as[i].Compare(as[j]) < 0 })
+	var ad []string
+	for a := range addrs {
+		ad = append(ad, a)
+	}
+	sort.Strings(ad)
+	for _, a := range t.extra {
+		id, err := ids.FromString(a)
+		if err != nil {
+			return err
+		}
+		as = append(as, id)
+	}
+	if err := p.w.LinkTx(ctx, c.tx, c.key, txID, c.time, as, ad); err != nil {
+		return err
+	}
+	c.txIDs = append(c.txIDs, txID)
+	c.size += len(raw)
+	c.txCount++
+	return nil
+}
+
+// take removes a random spendable UTXO of (addr, asset).
+func (p *primaryGen) take(c *chain, addr, asset int) (spent, bool) {
+	k := [2]int{addr, asset}
+	l := c.unspent[k]
+	if len(l) == 0 {
+		return spent{}, false
+	}
+	i := p.rng.Intn(len(l))
+	r := l[i]
+	l[i] = l[len(l)-1]
+	c.unspent[k] = l[:len(l)-1]
+	return spent{ref: r, asset: asset, owner: addr}, true
+}
+
+// takeLast removes the newest spendable UTXO of (addr, asset): the gift
+// fund just made.
+func (p *primaryGen) takeLast(c *chain, addr, asset int) spent {
+	k := [2]int{addr, asset}
+	l := c.unspent[k]
+	r := l[len(l)-1]
+	c.unspent[k] = l[:len(l)-1]
+	return spent{ref: r, asset: asset, owner: addr}
+}
+
+// fund sends faucetGift AVAX from the faucet to addr.
+func (p *primaryGen) fund(ctx context.Context, c *chain, addr int) error {
+	in, ok := p.take(c, p.faucet, 0)
+	if !ok || in.ref.amount < faucetGift+fee {
+		return fmt.Errorf("%s faucet is empty", c.key)
+	}
+	t := txSpec{id: p.randID(), typ: "BaseTx", ins: []spent{in},
+		outs: []output{{addr: addr, amount: faucetGift}, {addr: p.faucet, amount: in.ref.amount - faucetGift - fee}}}
+	if err := p.write(ctx, c, t); err != nil {
+		return err
+	}
+	return c.next(ctx)
+}
+
+// pickPair returns two distinct Zipf-distributed addresses.
+func (p *primaryGen) pickPair() (int, int) {
+	from := int(p.pick.Uint64())
+	to := int(p.pick.Uint64())
+	for to == from {
+		to = p.rng.Intn(p.g().cfg.Addresses)
+	}
+	return from, to
+}
+
+func (p *primaryGen) g() *generator { return p.generator }
+
+// transfer writes one BaseTx: one or two UTXOs of an asset (and one AVAX
+// UTXO for the fee when the asset is not AVAX) to a recipient, with change.
+func (p *primaryGen) transfer(ctx context.Context, c *chain, withAssets bool) error {
+	from, to := p.pickPair()
+	asset := 0
+	if withAssets && p.rng.Intn(100) < 15 {
+		asset = 1 + p.rng.Intn(otherAssets)
+		if len(c.unspent[[2]int{from, asset}]) == 0 {
+			asset = 0
+		}
+	}
+	if len(c.unspent[[2]int{from, 0}]) == 0 {
+		if err := p.fund(ctx, c, from); err != nil {
+			return err
+		}
+	}
+	var ins []spent
+	var total uint64
+	for k := 0; k < 1+boolInt(p.rng.Intn(10) < 3); k++ {
+		in, ok := p.take(c, from, asset)
+		if !ok {
+			break
+		}
+		ins = append(ins, in)
+		total += in.ref.amount
+	}
+	var outs []output
+	if asset == 0 {
+		for total <= 2*fee {
+			// Dust: top up from the faucet and spend the gift too.
+			if err := p.fund(ctx, c, from); err != nil {
+				return err
+			}
+			in := p.takeLast(c, from, 0)
+			ins = append(ins, in)
+			total += in.ref.amount
+		}
+		amount := 1 + uint64(p.rng.Int63n(int64((total-fee)/2)))
+		outs = append(outs, output{addr: to, amount: amount})
+		if change := total - fee - amount; change > 0 {
+			outs = append(outs, output{addr: from, amount: change})
+		}
+	} else {
+		feeIn, ok := p.take(c, from, 0)
+		if !ok || feeIn.ref.amount <= fee {
+			if ok {
+				c.unspent[[2]int{from, 0}] = append(c.unspent[[2]int{from, 0}], feeIn.ref)
+			}
+			if err := p.fund(ctx, c, from); err != nil {
+				return err
+			}
+			feeIn = p.takeLast(c, from, 0)
+		}
+		ins = append(ins, feeIn)
+		amount := 1 + uint64(p.rng.Int63n(int64(total)))
+		outs = append(outs, output{addr: to, asset: asset, amount: amount})
+		if change := total - amount; change > 0 {
+			outs = append(outs, output{addr: from, asset: asset, amount: change})
+		}
+		if change := feeIn.ref.amount - fee; change > 0 {
+			outs = append(outs, output{addr: from, amount: change})
+		}
+	}
+	if err := p.write(ctx, c, txSpec{id: p.randID(), typ: "BaseTx", ins: ins, outs: outs}); err != nil {
+		return err
+	}
+	return c.next(ctx)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// xGenesis writes AVAX (a genesis CreateAssetTx whose UTXO is the faucet's)
+// and the other assets (CreateAssetTx in block 1, their supply to an
+// issuer among the busy addresses).
+func (p *primaryGen) xGenesis(ctx context.Context, x *chain) error {
+	// Block 0 holds no tx; genesis txs are at height -1 (xchain).
+	if err := x.closeBlock(ctx); err != nil {
+		return err
+	}
+	avaxTx := p.assets[0]
+	x.height = -1
+	if err := p.write(ctx, x, txSpec{id: avaxTx, typ: "CreateAssetTx", outs: []output{{addr: p.faucet, amount: faucetFunds}},
+		extra: []string{avaxTx.String()}}); err != nil {
+		return err
+	}
+	x.height = 0
+	if err := p.putAsset(ctx, x, 0, "Avalanche", "AVAX", 9); err != nil {
+		return err
+	}
+	if err := x.openBlock(ctx); err != nil {
+		return err
+	}
+	for i := 1; i <= otherAssets; i++ {
+		if err := p.write(ctx, x, txSpec{id: p.assets[i], typ: "CreateAssetTx", outs: []output{{addr: i, asset: i, amount: assetSupply}},
+			extra: []string{p.assets[i].String()}}); err != nil {
+			return err
+		}
+		if err := p.putAsset(ctx, x, i, fmt.Sprintf("Bench Token %d", i), fmt.Sprintf("BT%d", i), 6); err != nil {
+			return err
+		}
+	}
+	return x.next(ctx)
+}
+
+func (p *primaryGen) putAsset(ctx context.Context, c *chain, i int, name, symbol string, denom int) error {
+	id := p.assets[i].String()
+	if _, err := c.tx.Exec(ctx, `INSERT INTO assets (asset_id, name, symbol, denomination, asset_type, cap, created_tx, created_time)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`, id, name, symbol, denom, "secp256k1", "fixed", id, c.time); err != nil {
+		return fmt.Errorf("put asset: %w", err)
+	}
+	return nil
+}
+
+// staker is a validation or delegation record being generated.
+type staker struct {
+	id        ids.ID
+	kind      string // VALIDATOR, DELEGATOR, SUBNET_VALIDATOR
+	node      int
+	subnet    ids.ID
+	owner     int
+	weight    uint64
+	start     int64
+	end       int64
+	potential uint64
+	validator *staker
+	feeDue    uint64 // validators: delegation fees of rewarded delegators
+	height    int64  // added at
+	stakeIdx  uint32
+	rewarded  bool
+}
+
+type event struct {
+	time   int64
+	order  int // at the same time: delegator rewards, validator rewards, then additions
+	s      *staker
+	reward bool
+}
+
+// pChain writes the P-chain: transfers between addresses, interleaved with
+// validators (primary network and three permissioned subnets), delegators
+// and their rewards, in time order.
+func (p *primaryGen) pChain(ctx context.Context, c *chain) error {
+	if err := c.closeBlock(ctx); err != nil { // genesis block
+		return err
+	}
+	if err := c.openBlock(ctx); err != nil {
+		return err
+	}
+	// The faucet's funds arrive by an import from the X-chain.
+	if err := p.write(ctx, c, txSpec{id: p.randID(), typ: "ImportTx", src: p.g().m.XBlockchainID,
+		outs: []output{{addr: p.faucet, amount: faucetFunds}}}); err != nil {
+		return err
+	}
+	tip := int64(genesisTime + pChainDays*day)
+	events := p.stakers(tip, c.step)
+	ev := 0
+	for i := 0; i < p.g().cfg.PTxs; i++ {
+		for ev < len(events) && events[ev].time <= c.time {
+			if err := p.stakerTx(ctx, c, events[ev]); err != nil {
+				return err
+			}
+			ev++
+		}
+		if err := p.transfer(ctx, c, false); err != nil {
+			return err
+		}
+	}
+	for ; ev < len(events) && events[ev].time <= c.time; ev++ {
+		if err := p.stakerTx(ctx, c, events[ev]); err != nil {
+			return err
+		}
+	}
+	if err := c.finish(ctx); err != nil {
+		return err
+	}
+	// The validator set at the tip: current stakers and their delegators.
+	tipTime := c.time
+	tx, err := p.g().db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	weights := map[*staker]uint64{}
+	for _, e := range events {
+		s := e.s
+		if e.reward || s.height < 0 || s.start > tipTime || s.rewarded {
+			continue
+		}
+		if s.kind == "DELEGATOR" {
+			if !s.validator.rewarded && s.validator.height >= 0 {
+				weights[s.validator] += s.weight
+			}
+			continue
+		}
+		weights[s] += s.weight
+	}
+	for s, w := range weights {
+		if _, err := tx.Exec(ctx, `INSERT INTO p_validator_set (subnet_id, node_id, from_height, to_height, weight, public_key)
+			VALUES ($1,$2,$3,$4,$5,$6)`, s.subnet.String(), p.nodeID(s.node), s.height, int64(maxHeight), primary.PadAmount(w), ""); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("validator set: %w", err)
+		}
+	}
+	return tx.Commit()
+}
+
+func (p *primaryGen) nodeID(i int) string {
+	var b [20]byte
+	rand.New(rand.NewSource(int64(i) + 1e6)).Read(b[:])
+	return ids.NodeID(b).String()
+}
+
+// stakers plans the validation records: each node validates the primary
+// network in back-to-back periods of half a day to two days from a random
+// start; the first tenth of the nodes (the hot ones) from genesis, and also
+// validate three permissioned subnets in shorter periods. Validators get a
+// Zipf-distributed number of delegators inside their period.
+func (p *primaryGen) stakers(tip, step int64) []event {
+	var out []event
+	subnets := []ids.ID{p.randID(), p.randID(), p.randID()}
+	primaryNet := ids.Empty
+	add := func(s *staker) {
+		out = append(out, event{time: s.start, order: 2, s: s})
+		if s.end <= tip {
+			order := 1
+			if s.kind == "DELEGATOR" {
+				order = 0
+			}
+			out = append(out, event{time: s.end, order: order, s: s, reward: true})
+		}
+	}
+	pickDel := rand.NewZipf(p.rng, 1.2, 2, 150)
+	hot := max(1, p.g().cfg.Nodes/10)
+	for n := 0; n < p.g().cfg.Nodes; n++ {
+		t := genesisTime + step*3
+		if n >= hot {
+			t += p.rng.Int63n(tip - genesisTime)
+		}
+		for t < tip {
+			d := day/2 + p.rng.Int63n(3*day/2)
+			v := &staker{id: p.randID(), kind: "VALIDATOR", node: n, subnet: primaryNet, owner: int(p.pick.Uint64()),
+				weight: 2_000_000_000_000 + uint64(p.rng.Int63n(1e14)), start: t, end: t + d, height: -1}
+			v.potential = v.weight / 1000 * uint64(d) / day
+			add(v)
+			if p.rng.Intn(10) >= 3 {
+				for k := int(pickDel.Uint64()) - 1; k > 0; k-- {
+					ds := t + p.rng.Int63n(d/2)
+					de := ds + d/8 + p.rng.Int63n(t+d-ds-d/8)
+					dl := &staker{id: p.randID(), kind: "DELEGATOR", node: n, subnet: primaryNet, owner: int(p.pick.Uint64()),
+						weight: 25_000_000_000 + uint64(p.rng.Int63n(1e13)), start: ds, end: de, validator: v, height: -1}
+					dl.potential = dl.weight / 1000 * uint64(de-ds) / day
+					add(dl)
+				}
+			}
+			t += d + int64(p.rng.Intn(3))*step
+		}
+		if n < hot {
+			for _, sub := range subnets {
+				for t := genesisTime + step*5; t < tip; {
+					d := day/4 + p.rng.Int63n(day/2)
+					add(&staker{id: p.randID(), kind: "SUBNET_VALIDATOR", node: n, subnet: sub, owner: int(p.pick.Uint64()),
+						weight: 100, start: t, end: t + d, height: -1})
+					t += d + step
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].time != out[j].time {
+			return out[i].time < out[j].time
+		}
+		return out[i].order < out[j].order
+	})
+	for i := 0; i < hot && i < 10; i++ {
+		p.g().m.HotNodes = append(p.g().m.HotNodes, p.nodeID(i))
+	}
+	for i := p.g().cfg.Nodes - 1; i >= hot && len(p.g().m.ColdNodes) < 50; i-- {
+		p.g().m.ColdNodes = append(p.g().m.ColdNodes, p.nodeID(i))
+	}
+	return out
+}
+
+func owner(bech string) string {
+	return `{"locktime":0,"threshold":1,"addresses":["` + bech + `"]}`
+}
+
+// stakerTx writes a staker's addition (its tx, stake output and p_stakers
+// row) or its RewardValidatorTx (stake unlocked, reward UTXOs paid, the row
+// ended), as internal/decode/pchain does.
+func (p *primaryGen) stakerTx(ctx context.Context, c *chain, e event) error {
+	s := e.s
+	if !e.reward {
+		// Delegators of a validator that was never added cannot be.
+		if s.kind == "DELEGATOR" && s.validator.height < 0 {
+			return nil
+		}
+		typ := map[string]string{"VALIDATOR": "AddPermissionlessValidatorTx", "DELEGATOR": "AddPermissionlessDelegatorTx",
+			"SUBNET_VALIDATOR": "AddSubnetValidatorTx"}[s.kind]
+		in, ok := p.take(c, p.faucet, 0)
+		if !ok || in.ref.amount < s.weight+fee {
+			return fmt.Errorf("P faucet is empty")
+		}
+		outs := []output{{addr: p.faucet, amount: in.ref.amount - s.weight - fee}}
+		if s.kind != "SUBNET_VALIDATOR" {
+			outs = append(outs, output{addr: s.owner, amount: s.weight, staked: true, start: s.start, end: s.end})
+		} else {
+			outs[0].amount = in.ref.amount - fee
+		}
+		if err := p.write(ctx, c, txSpec{id: s.id, typ: typ, ins: []spent{in}, outs: outs}); err != nil {
+			return err
+		}
+		s.height, s.stakeIdx = c.height, 1
+		var blsKey, blsPop, vOwner, dOwner, rOwner, valTx string
+		shares := 0
+		asset := ""
+		amount := uint64(0)
+		switch s.kind {
+		case "VALIDATOR":
+			k, pop := make([]byte, 48), make([]byte, 96)
+			p.rng.Read(k)
+			p.rng.Read(pop)
+			blsKey, blsPop = "0x"+hex.EncodeToString(k), "0x"+hex.EncodeToString(pop)
+			vOwner, dOwner, shares = owner(p.bech[s.owner]), owner(p.bech[s.owner]), 20_000
+			asset, amount = p.assets[0].String(), s.weight
+		case "DELEGATOR":
+			rOwner, valTx = owner(p.bech[s.owner]), s.validator.id.String()
+			asset, amount = p.assets[0].String(), s.weight
+		}
+		if _, err := c.tx.Exec(ctx, `INSERT INTO p_stakers (tx_id, tx_type, kind, subnet_id, node_id, weight, stake_asset,
+			stake_amount, start_time, end_time, delegation_shares, bls_public_key, bls_pop, validation_reward_owner,
+			delegation_reward_owner, reward_owner, validator_tx_id, potential_reward, accrued_delegatee_reward, priority,
+			added_height, added_time, current_height, reward_amount, delegation_fee_amount)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24,$24)`,
+			s.id.String(), typ, s.kind, s.subnet.String(), p.nodeID(s.node), primary.PadAmount(s.weight), asset,
+			primary.PadAmount(amount), s.start, s.end, shares, blsKey, blsPop, vOwner, dOwner, rOwner, valTx,
+			primary.PadAmount(s.potential), primary.PadAmount(0), 0, c.height, c.time, c.height, primary.PadAmount(0)); err != nil {
+			return fmt.Errorf("put staker: %w", err)
+		}
+		return c.next(ctx)
+	}
+	if s.height < 0 {
+		return nil
+	}
+	// The reward: its own tx in its own (proposal) block, at the time of
+	// the block before it.
+	if len(c.txIDs) > 0 {
+		if err := c.closeBlock(ctx); err != nil {
+			return err
+		}
+		c.hold = true
+		if err := c.openBlock(ctx); err != nil {
+			return err
+		}
+	}
+	c.reward = true
+	rewardTx := p.randID()
+	var paid, feePaid uint64
+	if err := p.write(ctx, c, txSpec{id: rewardTx, typ: "RewardValidatorTx", reward: s.id.String()}); err != nil {
+		return err
+	}
+	if s.kind != "SUBNET_VALIDATOR" {
+		stakeID := (&avax.UTXOID{TxID: s.id, OutputIndex: s.stakeIdx}).InputID().String()
+		if _, err := c.tx.Exec(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, false, stakeID); err != nil {
+			return fmt.Errorf("unlock stake: %w", err)
+		}
+		k := [2]int{s.owner, 0}
+		c.unspent[k] = append(c.unspent[k], utxoRef{tx: s.id, idx: s.stakeIdx, amount: s.weight})
+		var outs []output
+		switch s.kind {
+		case "VALIDATOR":
+			paid = s.potential
+			outs = append(outs, output{addr: s.owner, amount: paid, reward: "VALIDATOR"})
+			if s.feeDue > 0 {
+				feePaid = s.feeDue
+				outs = append(outs, output{addr: s.owner, amount: feePaid, reward: "VALIDATOR_FEE"})
+			}
+		case "DELEGATOR":
+			share := s.potential / 50 // 2% delegation fee
+			paid = s.potential - share
+			s.validator.feeDue += share
+			outs = append(outs, output{addr: s.owner, amount: paid, reward: "DELEGATOR"})
+		}
+		// Reward UTXOs belong to the staker tx, after its outputs and stake.
+		if err := p.putRewards(ctx, c, s, outs); err != nil {
+			return err
+		}
+	}
+	s.rewarded = true
+	if _, err := c.tx.Exec(ctx, `UPDATE p_stakers SET removed_height = $1, removed_time = $2, removal = $3,
+		removal_tx_id = $4, reward_amount = $5, delegation_fee_amount = $6 WHERE tx_id = $7`,
+		c.height, c.time, "REWARDED", rewardTx.String(), primary.PadAmount(paid), primary.PadAmount(feePaid), s.id.String()); err != nil {
+		return fmt.Errorf("end staker: %w", err)
+	}
+	if err := c.closeBlock(ctx); err != nil {
+		return err
+	}
+	c.hold = true
+	return c.openBlock(ctx)
+}
+
+// putRewards writes reward UTXOs of staker s (tx id: the staker tx, as the node does).
+func (p *primaryGen) putRewards(ctx context.Context, c *chain, s *staker, outs []output) error {
+	for i, o := range outs {
+		idx := s.stakeIdx + 1 + uint32(i)
+		u := &avax.UTXO{UTXOID: avax.UTXOID{TxID: s.id, OutputIndex: idx}, Asset: avax.Asset{ID: p.assets[0]},
+			Out: &secp256k1fx.TransferOutput{Amt: o.amount, OutputOwners: secp256k1fx.OutputOwners{Threshold: 1,
+				Addrs: []ids.ShortID{p.addrs[o.addr]}}}}
+		b, err := ptxs.Codec.Marshal(ptxs.CodecVersion, u)
+		if err != nil {
+			return fmt.Errorf("marshal reward: %w", err)
+		}
+		if err := p.w.PutUTXO(ctx, c.tx, u, b, primary.Created{CreatedChain: "P", ChainKey: "P", Height: uint64(c.height),
+			Time: c.time, UTXOType: "TRANSFER", RewardType: o.reward}); err != nil {
+			return err
+		}
+		k := [2]int{o.addr, 0}
+		c.unspent[k] = append(c.unspent[k], utxoRef{tx: s.id, idx: idx, amount: o.amount})
+		c.utxos[o.addr]++
+		if len(p.g().m.RewardAddrs) < 100 && p.rng.Intn(20) == 0 {
+			p.g().m.RewardAddrs = append(p.g().m.RewardAddrs, p.bech[o.addr])
+		}
+	}
+	if err := p.w.LinkTx(ctx, c.tx, "P", c.txIDs[len(c.txIDs)-1], c.time, []ids.ID{p.assets[0]}, []string{p.bech[s.owner]}); err != nil {
+		return err
+	}
+	return nil
+}

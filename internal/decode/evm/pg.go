@@ -1,0 +1,177 @@
+package evm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// pgWriter writes a block's rows on PostgreSQL in one round trip: one
+// INSERT ... SELECT FROM unnest(typed arrays) per table (a fixed statement per
+// table, prepared once per connection, whatever the row count), all sent as
+// one pipelined pgx batch inside the store transaction. Its buffers live
+// across blocks.
+type pgWriter struct {
+	batch pgx.Batch
+	texts [][]string
+	ints  [][]int64
+	blobs [][][]byte
+	nt    int
+	ni    int
+	nb    int
+}
+
+// write queues every non-empty row set and runs the batch in tx.
+func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets [12]*rowSet) error {
+	p.batch.QueuedQueries = p.batch.QueuedQueries[:0]
+	p.nt, p.ni, p.nb = 0, 0, 0
+	var tables []string
+	for _, r := range sets {
+		n := r.rows()
+		if n == 0 {
+			continue
+		}
+		if err := r.check(); err != nil {
+			return err
+		}
+		tables = append(tables, r.spec.table)
+		if n == 1 {
+			args := r.fullRow(make([]any, 0, len(r.spec.cols)), 0)
+			p.batch.Queue(r.spec.values(1), args...)
+			continue
+		}
+		args, err := p.arrays(r)
+		if err != nil {
+			return err
+		}
+		p.batch.Queue(r.spec.unnest, args...)
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	run := func(ctx context.Context, conn *pgx.Conn) error {
+		br := conn.SendBatch(ctx, &p.batch)
+		for _, t := range tables {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return fmt.Errorf("insert %s: %w", t, err)
+			}
+		}
+		return br.Close()
+	}
+	// The batch needs the pgx connection under the database/sql transaction:
+	// pgx hands it to a QueryRewriter passed as the first argument of Exec.
+	if _, err := tx.SQL().ExecContext(ctx, ";", pgxCall(run)); err != nil {
+		return fmt.Errorf("evm: write block: %w", err)
+	}
+	return nil
+}
+
+// arrays turns a row set into its unnest arguments: the block values, then
+// one typed slice per other column.
+func (p *pgWriter) arrays(r *rowSet) ([]any, error) {
+	n, w := r.rows(), r.spec.perRow
+	args := append(make([]any, 0, len(r.spec.cols)), r.blockArgs...)
+	j := 0 // index among the per-row columns
+	for _, col := range r.spec.cols {
+		if col.block {
+			continue
+		}
+		switch col.kind {
+		case colText:
+			dst := p.text(n)
+			for i := range n {
+				v, ok := r.args[i*w+j].(string)
+				if !ok {
+					return nil, fmt.Errorf("evm: %s.%s: %T is not a string", r.spec.table, col.name, r.args[i*w+j])
+				}
+				dst[i] = v
+			}
+			args = append(args, dst)
+		case colInt:
+			dst := p.int(n)
+			for i := range n {
+				v, ok := r.args[i*w+j].(int64)
+				if !ok {
+					return nil, fmt.Errorf("evm: %s.%s: %T is not an int64", r.spec.table, col.name, r.args[i*w+j])
+				}
+				dst[i] = v
+			}
+			args = append(args, dst)
+		case colBlob:
+			dst := p.blob(n)
+			for i := range n {
+				switch v := r.args[i*w+j].(type) {
+				case []byte:
+					dst[i] = v
+				case nil:
+					dst[i] = nil
+				default:
+					return nil, fmt.Errorf("evm: %s.%s: %T is not bytes", r.spec.table, col.name, v)
+				}
+			}
+			args = append(args, dst)
+		}
+		j++
+	}
+	return args, nil
+}
+
+// text, int and blob hand out reusable column slices of length n.
+func (p *pgWriter) text(n int) []string {
+	if p.nt == len(p.texts) {
+		p.texts = append(p.texts, nil)
+	}
+	s := p.texts[p.nt]
+	if cap(s) < n {
+		s = make([]string, n)
+	}
+	s = s[:n]
+	p.texts[p.nt] = s
+	p.nt++
+	return s
+}
+
+func (p *pgWriter) int(n int) []int64 {
+	if p.ni == len(p.ints) {
+		p.ints = append(p.ints, nil)
+	}
+	s := p.ints[p.ni]
+	if cap(s) < n {
+		s = make([]int64, n)
+	}
+	s = s[:n]
+	p.ints[p.ni] = s
+	p.ni++
+	return s
+}
+
+func (p *pgWriter) blob(n int) [][]byte {
+	if p.nb == len(p.blobs) {
+		p.blobs = append(p.blobs, nil)
+	}
+	s := p.blobs[p.nb]
+	if cap(s) < n {
+		s = make([][]byte, n)
+	}
+	s = s[:n]
+	p.blobs[p.nb] = s
+	p.nb++
+	return s
+}
+
+// pgxCall runs a function with the pgx connection of a database/sql
+// connection (pgx's stdlib driver passes Exec arguments through, and pgx
+// calls a QueryRewriter first argument with its *pgx.Conn), then lets the
+// statement (";", an empty query) run.
+type pgxCall func(ctx context.Context, conn *pgx.Conn) error
+
+func (f pgxCall) RewriteQuery(ctx context.Context, conn *pgx.Conn, sql string, args []any) (string, []any, error) {
+	if err := f(ctx, conn); err != nil {
+		return "", nil, err
+	}
+	return sql, args, nil
+}
