@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"mime"
 	"net/http"
 	"strings"
@@ -226,4 +227,22 @@ func jsonKind(k string) string {
 		return "a number"
 	}
 	return "of another type"
+}
+
+// ParseTokenID reads a uint256 token id in decimal and returns its canonical
+// decimal form (no leading zeros), as the index stores ids.
+func ParseTokenID(s string) (string, bool) {
+	if s == "" || len(s) > 78 {
+		return "", false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok || v.BitLen() > 256 {
+		return "", false
+	}
+	return v.String(), true
 }

@@ -35,15 +35,11 @@ func demo(ctx context.Context, cfg *config.Config, dir string, stdout io.Writer,
 		cfg.Genesis = filepath.Join(dir, "genesis.json")
 	}
 	fmt.Fprintf(stdout, "demo: replaying %s at %s, indexing into %s\n", dir, nodeURL, cfg.DB)
-	db, err := openDB(ctx, cfg)
+	db, set, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	set, err := buildChains(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
 	// A key with every scope, so the demo shows the keyed routes (exports, reindex) too.
 	demoKey, err := keys.Create(ctx, db, "demo", "pro", []string{"*"}, 0)
 	if err != nil {

@@ -29,23 +29,29 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
 )
 
-// buildChains asks the node for the network and builds every chain.
-func buildChains(ctx context.Context, cfg *config.Config, log *slog.Logger) (*chains.Set, error) {
-	return chains.Build(ctx, chains.Options{
+// start opens (and migrates) the store and asks the node for the network and
+// its chains: what every ingesting or serving command begins with.
+func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB, *chains.Set, error) {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, err := chains.Build(ctx, chains.Options{
 		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
 	})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, set, nil
 }
 
 func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Logger) error {
-	db, err := openDB(ctx, cfg)
+	db, set, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	set, err := buildChains(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
 	pipe := ingest.New(db, set.Chains, ingest.Options{UntilTip: untilTip, Poll: cfg.Poll}, log)
 	if isTerminal(os.Stderr) {
 		pctx, stop := context.WithCancel(ctx)
@@ -56,28 +62,20 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 }
 
 func reindex(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	db, err := openDB(ctx, cfg)
+	db, set, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	set, err := buildChains(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
 	return ingest.Reindex(ctx, db, set.Chains, 256, log)
 }
 
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer, log *slog.Logger) error {
-	db, err := openDB(ctx, cfg)
+	db, set, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	set, err := buildChains(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
 	return run(ctx, cfg, db, set, stdout, log, nil)
 }
 

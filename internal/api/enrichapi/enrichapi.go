@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,7 +85,7 @@ func (h *handler) reindex(r *http.Request) (any, error) {
 		p.Fail("address must be an EVM address (0x followed by 40 hex digits), got %q", clip(rawAddr))
 	}
 	rawID := strings.TrimSuffix(action, reindexSuffix)
-	id, ok := canonicalTokenID(rawID)
+	id, ok := api.ParseTokenID(rawID)
 	if !ok {
 		p.Fail("tokenId must be a token id (a decimal integer below 2^256), got %q", clip(rawID))
 	}
@@ -113,24 +112,6 @@ func (h *handler) reindex(r *http.Request) (any, error) {
 		return nil, e
 	}
 	return nil, fmt.Errorf("reindex %s/%s: %w", token, id, err)
-}
-
-// canonicalTokenID reads a uint256 in decimal and returns its canonical
-// form (no leading zeros), as the index stores ids.
-func canonicalTokenID(s string) (string, bool) {
-	if s == "" || len(s) > 78 {
-		return "", false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return "", false
-		}
-	}
-	v, ok := new(big.Int).SetString(s, 10)
-	if !ok || v.BitLen() > 256 {
-		return "", false
-	}
-	return v.String(), true
 }
 
 func clip(s string) string {

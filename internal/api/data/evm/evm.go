@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"strconv"
 	"strings"
@@ -282,24 +281,6 @@ func parseUint63(s string) (int64, bool) {
 	}
 	v, err := strconv.ParseUint(s, 10, 63)
 	return int64(v), err == nil
-}
-
-// parseTokenID reads a uint256 token id in decimal and returns its
-// canonical decimal form (as stored by the indexer).
-func parseTokenID(s string) (string, bool) {
-	if s == "" || len(s) > 78 {
-		return "", false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return "", false
-		}
-	}
-	v, ok := new(big.Int).SetString(s, 10)
-	if !ok || v.BitLen() > 256 {
-		return "", false
-	}
-	return v.String(), true
 }
 
 // currencyParam validates currency, the currency of prices and balance

@@ -65,13 +65,13 @@ func TestParseNumbers(t *testing.T) {
 	}
 	max := "115792089237316195423570985008687907853269984665640564039457584007913129639935" // 2^256-1
 	for in, want := range map[string]string{"0": "0", "007": "7", max: max} {
-		if got, ok := parseTokenID(in); !ok || got != want {
-			t.Errorf("parseTokenID(%q) = %q, %v", in, got, ok)
+		if got, ok := api.ParseTokenID(in); !ok || got != want {
+			t.Errorf("api.ParseTokenID(%q) = %q, %v", in, got, ok)
 		}
 	}
 	for _, in := range []string{"", "-1", "0x1", "1.5", "abc", max[:len(max)-1] + "6", strings.Repeat("1", 79)} {
-		if _, ok := parseTokenID(in); ok {
-			t.Errorf("parseTokenID(%q) accepted", in)
+		if _, ok := api.ParseTokenID(in); ok {
+			t.Errorf("api.ParseTokenID(%q) accepted", in)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func (h *handlers) listNFTTokens(r *http.Request) (any, error) {
 	var c nftCursor
 	after := h.pageCursor(q.p, route, key, &c)
 	if after {
-		if _, ok := parseTokenID(c.ID); !ok || c.Tip < 0 || c.Tip > q.tip {
+		if _, ok := api.ParseTokenID(c.ID); !ok || c.Tip < 0 || c.Tip > q.tip {
 			q.p.Fail("pageToken is invalid")
 		}
 	}
@@ -98,7 +98,7 @@ func (h *handlers) getNFTToken(r *http.Request) (any, error) {
 		return nil, err
 	}
 	raw := r.PathValue("tokenId")
-	id, ok := parseTokenID(raw)
+	id, ok := api.ParseTokenID(raw)
 	if !ok {
 		q.p.Fail("tokenId must be a token id (a decimal integer below 2^256), got %q", short(raw))
 	}
