@@ -24,8 +24,10 @@ import (
 	"github.com/DataDog/zstd"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
+	"github.com/permafrost-dev/permafrost/internal/decode/icm"
 	"github.com/permafrost-dev/permafrost/internal/evmsim"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -66,7 +68,12 @@ const (
 // BENCH_RPC_BATCH, BENCH_RPC_CONC, BENCH_CPUPROFILE / BENCH_MEMPROFILE (file
 // name prefix: a pprof profile of the timed part per backend), BENCH_SQLITE
 // (database file to use and keep, for inspection), BENCH_LOG (pipeline logs
-// to stderr).
+// to stderr), BENCH_SQLITE_PRAGMAS ("name=value;..." run on the SQLite
+// writer), BENCH_FULL (the indexer as `permafrost index` wires it: with the
+// ICM log sink and the metrics rollups), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
+// first). Experiments for changes outside the indexer: BENCH_ZSTD (raw
+// blocks stored zstd-compressed), BENCH_BGCHECKPOINT (WAL checkpoints on
+// another connection instead of at commit).
 func BenchmarkIngestEVM(b *testing.B) {
 	n := envInt(b, "BENCH_BLOCKS", 5000)
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
@@ -74,6 +81,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
 	url := startNode(b, n)
 	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	full := os.Getenv("BENCH_FULL") != ""
 
 	for _, backend := range storetest.Backends {
 		b.Run(backend, func(b *testing.B) {
@@ -96,16 +104,43 @@ func BenchmarkIngestEVM(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc,
-					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+				cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
+				if full {
+					icmIx, err := icm.NewIndexer(icm.Config{Logger: quiet})
+					if err != nil {
+						b.Fatal(err)
+					}
+					cfg.Logs = icmSink{ix: icmIx, chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
+				}
+				var ix ingest.Indexer
+				ix, err = evm.NewIndexer(cfg)
 				if err != nil {
 					b.Fatal(err)
+				}
+				if full {
+					ix = metrics.WithRollup("C", metrics.KindEVM, ix)
 				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
 					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch}
 				if os.Getenv("BENCH_ZSTD") != "" {
 					chain.Source = zstdSource{chain.Source}
 					chain.Indexer = &zstdIndexer{Indexer: chain.Indexer}
+				}
+				if prag := os.Getenv("BENCH_SQLITE_PRAGMAS"); prag != "" && db.Dialect() == store.SQLite {
+					// On the writer connection (the writer pool has one).
+					for _, p := range strings.Split(prag, ";") {
+						if _, err := db.ExecContext(context.Background(), "PRAGMA "+p); err != nil {
+							b.Fatalf("PRAGMA %s: %v", p, err)
+						}
+					}
+				}
+				if setup := os.Getenv("BENCH_PG_SETUP"); setup != "" && db.Dialect() == store.Postgres {
+					for _, q := range strings.Split(setup, ";") {
+						if _, err := db.ExecContext(context.Background(), q); err != nil {
+							b.Fatalf("%s: %v", q, err)
+						}
+					}
 				}
 				stopCheckpointer := func() {}
 				if os.Getenv("BENCH_BGCHECKPOINT") != "" && strings.HasPrefix(dsn, "sqlite:") {

@@ -96,7 +96,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 		common += "&_journal_mode=WAL&_synchronous=NORMAL"
 	}
 	// The writer gets the pragmas of a bulk writer (see writerPragmas).
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate" + os.Getenv("XX_DSN"), pragmas: writerPragmas(memory)})
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas(memory)})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -282,13 +282,9 @@ func splitStatements(body string) []string {
 //     statement journal (the pages it changes, to undo just that statement);
 //     in a temp file that was most of the bytes SQLite wrote.
 func writerPragmas(memory bool) []string {
-	out := []string{
+	return []string{
 		"PRAGMA temp_store = MEMORY",
 	}
-	if x := os.Getenv("XX_PRAGMAS"); x != "" { // TEMP experiment
-		out = append(out, strings.Split(x, ";")...)
-	}
-	return out
 }
 
 // sqliteConnector opens mattn/go-sqlite3 connections and runs pragmas the

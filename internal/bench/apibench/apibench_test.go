@@ -31,7 +31,7 @@ func envInt(name string, def int) int {
 //
 //	APIBENCH_BACKENDS   sqlite,postgres
 //	APIBENCH_CLIENTS    8 concurrent clients
-//	APIBENCH_SECONDS    5 seconds per endpoint (after 40 warm-up requests)
+//	APIBENCH_SECONDS    5 seconds per endpoint (after 200 warm-up requests)
 //	APIBENCH_REQUESTS   5000 requests per endpoint at most
 //	APIBENCH_DIR        the cache (DefaultCacheDir())
 //	APIBENCH_SCALE      full, or smoke (a tiny dataset, to try the harness)
@@ -47,7 +47,7 @@ func BenchmarkAPI(b *testing.B) {
 		backends = []string{"sqlite", "postgres"}
 	}
 	load := Load{Clients: envInt("APIBENCH_CLIENTS", 8), Duration: time.Duration(envInt("APIBENCH_SECONDS", 5)) * time.Second,
-		Requests: envInt("APIBENCH_REQUESTS", 5000), Warmup: 40}
+		Requests: envInt("APIBENCH_REQUESTS", 5000), Warmup: 200}
 	dir := os.Getenv("APIBENCH_DIR")
 	if dir == "" {
 		dir = DefaultCacheDir()
@@ -77,7 +77,9 @@ func BenchmarkAPI(b *testing.B) {
 			m := ds.Manifest
 			log.Info("dataset ready", "backend", backend, "elapsed", time.Since(start).Round(time.Second),
 				"evm_transfers", m.EVMTransfers, "utxos", m.UTXOs)
-			base, done, err := Serve(ctx, ds.DB, nil)
+			// Server-side causes of 5xx answers are logged (warnings and up).
+			srvLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			base, done, err := Serve(ctx, ds.DB, srvLog)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -95,6 +97,9 @@ func BenchmarkAPI(b *testing.B) {
 					b.ReportMetric(ms(r.Max), "max-ms")
 					b.ReportMetric(r.PerSecond, "req/s")
 					b.ReportMetric(float64(r.Errors), "errors")
+					for _, s := range r.Slowest {
+						b.Logf("slow: %.1f ms %s", ms(s.Latency), s.Path)
+					}
 					if r.Errors > 0 {
 						b.Logf("%s: %d errors, e.g. %s", sc.Name, r.Errors, r.ErrSample)
 					}

@@ -40,7 +40,7 @@ const (
 	assetSupply = 1_000_000_000_000_000 // other assets' initial supply
 	otherAssets = 4
 	xBlockStep  = 2  // seconds between X blocks
-	pChainDays  = 8 // the P-chain's span (stakers need days of chain time)
+	pChainDays  = 8  // the P-chain's span (stakers need days of chain time)
 	blocksPerTx = 20 // blocks per store transaction
 	genesisTime = 1_700_000_000
 	maxHeight   = 1<<63 - 1

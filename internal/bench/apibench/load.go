@@ -45,6 +45,13 @@ type Result struct {
 	Max       time.Duration
 	PerSecond float64
 	Elapsed   time.Duration
+	Slowest   []Timed // the slowest requests, slowest first
+}
+
+// Timed is one request and its latency.
+type Timed struct {
+	Path    string
+	Latency time.Duration
 }
 
 // Run drives base+scenario with l.Clients concurrent clients.
@@ -57,6 +64,7 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 		lat  time.Duration
 		next bool
 		err  string
+		path string
 	}
 	var (
 		mu      sync.Mutex
@@ -107,7 +115,7 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 				t0 := time.Now()
 				status, body, err := get(ctx, client, base+path)
 				lat := time.Since(t0)
-				s := sample{lat: lat, next: next}
+				s := sample{lat: lat, next: next, path: path}
 				switch {
 				case err != nil:
 					s.err = err.Error()
@@ -147,6 +155,10 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 				res.ErrSample = s.err
 			}
 		}
+	}
+	sort.Slice(samples, func(i, j int) bool { return samples[i].lat > samples[j].lat })
+	for _, s := range samples[:min(5, len(samples))] {
+		res.Slowest = append(res.Slowest, Timed{Path: s.path, Latency: s.lat})
 	}
 	if len(lats) > 0 {
 		sort.Slice(lats, func(i, j int) bool { return lats[i] < lats[j] })

@@ -94,7 +94,7 @@ func Scenarios(m *Manifest) []Scenario {
 				addrs += "," + pick(r, 0, hot, cold) + "," + pick(r, 0, hot, cold)
 			}
 			asset := ""
-			if withAsset && r.Intn(10) == 0 {
+			if withAsset {
 				asset = m.OtherAssetIDs[r.Intn(len(m.OtherAssetIDs))]
 			}
 			return net + "/blockchains/" + chainAlias + "/utxos" + q("addresses", addrs,
@@ -130,7 +130,9 @@ func Scenarios(m *Manifest) []Scenario {
 			return net + "/blockchains/x-chain/assets/" + asset + "/transactions" +
 				q("pageSize", pageSize(r, "10", "25"), "txTypes", maybe(r, 0.1, "BaseTx"))
 		}),
-		list("primary.utxos.X", utxos("x-chain", m.XHotAddresses, m.XColdAddresses, true)),
+		list("primary.utxos.X", utxos("x-chain", m.XHotAddresses, m.XColdAddresses, false)),
+		// The assetId filter apart: its cost is the address's UTXOs, not the page.
+		list("primary.utxos.X.assetId", utxos("x-chain", m.XHotAddresses, m.XColdAddresses, true)),
 		list("primary.utxos.P", utxos("p-chain", m.PHotAddresses, m.PColdAddresses, false)),
 		list("primary.blocks", func(r *rand.Rand) string {
 			return net + "/blockchains/" + oneOf(r, "p-chain", "x-chain") + "/blocks" + q("pageSize", pageSize(r, "10", "25"))

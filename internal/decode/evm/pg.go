@@ -40,7 +40,7 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets [12]*rowSet) er
 		tables = append(tables, r.spec.table)
 		if n == 1 {
 			args := r.fullRow(make([]any, 0, len(r.spec.cols)), 0)
-			p.batch.Queue(r.spec.values(1), args...)
+			p.batch.Queue(r.spec.pgOne, args...)
 			continue
 		}
 		args, err := p.arrays(r)

@@ -120,8 +120,9 @@ type insertSpec struct {
 	perRow int    // columns that are not block columns
 
 	mu      sync.Mutex
-	queries map[int]string // VALUES statement per row count
-	unnest  string
+	queries map[int]string // SQLite: VALUES statement per row count
+	unnest  string         // PostgreSQL, any row count
+	pgOne   string         // PostgreSQL, one row
 }
 
 func newInsert(table string, cols []column, suffix string) *insertSpec {
@@ -132,13 +133,22 @@ func newInsert(table string, cols []column, suffix string) *insertSpec {
 		}
 	}
 	s.unnest = s.buildUnnest()
+	s.pgOne = s.buildValues(1, false)
 	return s
 }
 
 func (s *insertSpec) chunk() int { return min(maxRows, (maxParams-len(s.cols))/s.perRow) }
 
-func (s *insertSpec) head(b *strings.Builder) {
-	b.WriteString("INSERT INTO ")
+func (s *insertSpec) head(b *strings.Builder, sqlite bool) {
+	if sqlite {
+		// FAIL rather than the default ABORT: no statement journal (a
+		// copy of every page the statement changes, to undo just this
+		// statement on a constraint error). Any error fails the whole
+		// block and the driver rolls the transaction back.
+		b.WriteString("INSERT OR FAIL INTO ")
+	} else {
+		b.WriteString("INSERT INTO ")
+	}
 	b.WriteString(s.table)
 	b.WriteString(" (")
 	for i, c := range s.cols {
@@ -158,7 +168,7 @@ func (s *insertSpec) tail(b *strings.Builder) string {
 	return b.String()
 }
 
-// values is INSERT ... VALUES (...),... for rows rows. Parameters are
+// values is SQLite's INSERT ... VALUES (...),... for rows rows. Parameters are
 // numbered in order of first appearance (SQLite binds $N by that order, not
 // by N): the first row has them all, the next rows repeat the block columns'
 // numbers and number their own values on. fullRow and the other rows' values
@@ -169,8 +179,15 @@ func (s *insertSpec) values(rows int) string {
 	if q, ok := s.queries[rows]; ok {
 		return q
 	}
+	q := s.buildValues(rows, true)
+	s.queries[rows] = q
+	return q
+}
+
+// buildValues is the VALUES statement for rows rows (see values).
+func (s *insertSpec) buildValues(rows int, sqlite bool) string {
 	var b strings.Builder
-	s.head(&b)
+	s.head(&b, sqlite)
 	b.WriteString("VALUES ")
 	p := 1
 	for r := 0; r < rows; r++ {
@@ -192,9 +209,7 @@ func (s *insertSpec) values(rows int) string {
 		}
 		b.WriteByte(')')
 	}
-	q := s.tail(&b)
-	s.queries[rows] = q
-	return q
+	return s.tail(&b)
 }
 
 // buildUnnest is the PostgreSQL form for any number of rows: block columns as
@@ -204,7 +219,7 @@ func (s *insertSpec) values(rows int) string {
 //	INSERT INTO t (a, b, c) SELECT $1::text, u.b, u.c FROM unnest($2::bigint[], $3::text[]) AS u(b, c)
 func (s *insertSpec) buildUnnest() string {
 	var b strings.Builder
-	s.head(&b)
+	s.head(&b, false)
 	b.WriteString("SELECT ")
 	var arrays, names []string
 	bi, ai := 1, len(s.cols)-s.perRow+1

@@ -561,10 +561,10 @@ func (w *writer) buildNFTs(num int64) {
 // write runs the block's statements: a handful per block whatever its size.
 func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 	if tx.Dialect() == store.SQLite {
-		// go-sqlite3 runs each statement under a cancellable context on a
-		// new goroutine, to interrupt it on cancel: two thread hand-offs per
-		// statement, a tenth of the block's time. These statements are
-		// short; the context is checked once per block instead.
+		// go-sqlite3 runs a statement under a cancellable context on a new
+		// goroutine (to interrupt it on cancel): two goroutine hand-offs
+		// per statement. These statements are short and in-process; the
+		// context is checked once per block instead.
 		if err := ctx.Err(); err != nil {
 			return err
 		}

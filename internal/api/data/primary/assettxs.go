@@ -127,12 +127,18 @@ func (h *handlers) listAssetTransactions(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("find asset: %w", err)
 	}
 
-	args := []any{assetID, lo, hi}
+	args := []any{assetID, lo}
 	from := `px_tx_assets a`
-	where := `a.asset_id = $1 AND a.chain_key = 'X' AND a.timestamp >= $2 AND a.timestamp <= $3`
+	where := `a.asset_id = $1 AND a.chain_key = 'X' AND a.timestamp >= $2`
 	if has {
-		where += ` AND (a.timestamp, a.tx_id) < ($4, $5)`
+		// On later pages the cursor (at most hi: it comes from this query)
+		// is the upper bound; with "timestamp <= hi" beside it SQLite
+		// walked the index from hi down to the cursor.
+		where += ` AND (a.timestamp, a.tx_id) < ($3, $4)`
 		args = append(args, cur.T, cur.ID)
+	} else {
+		where += ` AND a.timestamp <= $3`
+		args = append(args, hi)
 	}
 	if len(types) > 0 {
 		from += ` JOIN px_txs t ON t.tx_id = a.tx_id`

@@ -88,11 +88,15 @@ func (h *handlers) listBlocks(r *http.Request) (any, error) {
 	if err := h.checkChain(ctx, q.chain.Key); err != nil {
 		return nil, err
 	}
-	args := []any{q.chain.Key, lo, hi}
-	where := `chain_key = $1 AND timestamp >= $2 AND timestamp <= $3`
+	args := []any{q.chain.Key, lo}
+	where := `chain_key = $1 AND timestamp >= $2`
 	if has {
-		where += ` AND (timestamp, height) < ($4, $5)`
+		// The cursor (at most hi) bounds later pages: see listAssetTransactions.
+		where += ` AND (timestamp, height) < ($3, $4)`
 		args = append(args, cur.T, cur.H)
+	} else {
+		where += ` AND timestamp <= $3`
+		args = append(args, hi)
 	}
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT height, block_id, parent_id, timestamp, block_type, tx_count, tx_ids,
 		size_bytes, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp,

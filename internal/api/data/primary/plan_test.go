@@ -86,3 +86,23 @@ func TestUTXOQueriesUseIndexes(t *testing.T) {
 		}
 	})
 }
+
+// Several addresses are one ordered index walk each, cut at the page size
+// and merged: never a sort of all their UTXOs.
+func TestUTXOQueriesOfSeveralAddresses(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for _, f := range []utxoFilter{
+			{},
+			{byAmount: true, desc: true, after: &utxoCursor{A: pad(9), ID: "x"}},
+			{includeSpent: true, after: &utxoCursor{T: 5, ID: "x"}, assetID: "a"},
+		} {
+			f.chain, f.addrs, f.limit = "X", []string{"custom1abc", "custom1def", "custom1ghi"}, 11
+			q, args := f.sql()
+			p := plan(t, db, q, args...)
+			sorts := strings.Count(p, "USE TEMP B-TREE FOR ORDER BY") + strings.Count(p, "->  Sort ")
+			if strings.Count(p, "utxo_addresses_") < 3 || sorts > 0 || strings.HasPrefix(p, "Sort ") {
+				t.Errorf("%+v: plan does not merge one index walk per address:\n%s\n%s", f, q, p)
+			}
+		}
+	})
+}

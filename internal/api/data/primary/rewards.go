@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Currencies is the CurrencyCode enumeration.
@@ -102,13 +103,24 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	out := ListRewardsResponse{HistoricalRewards: []HistoricalReward{}}
 
 	var args []any
+	from := `utxos u`
 	where := `u.reward_type <> '' AND u.created_chain = 'P'`
+	// Rows per reward: one per listed address owning it (adjacent, skipped below).
+	fanout := 1
 	if len(addrs) > 0 {
-		where += ` AND u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = 'P' AND ua.address IN (` +
-			placeholders(len(args)+1, len(addrs)) + `))`
+		// From the addresses' UTXOs to the small partial index of reward
+		// UTXOs (0014): probing utxos itself for each UTXO of a busy address
+		// took seconds.
+		from = `utxo_addresses ua JOIN utxos u`
+		if h.d.DB.Dialect() == store.SQLite {
+			from += ` INDEXED BY utxos_rewards_id` // SQLite would pick the primary key
+		}
+		from += ` ON u.utxo_id = ua.utxo_id`
+		where += ` AND ua.chain_key = 'P' AND ua.address IN (` + placeholders(len(args)+1, len(addrs)) + `)`
 		for _, a := range addrs {
 			args = append(args, a)
 		}
+		fanout = len(addrs)
 	}
 	if len(nodes) > 0 {
 		where += ` AND s.node_id IN (` + placeholders(len(args)+1, len(nodes)) + `)`
@@ -127,8 +139,8 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	}
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.utxo_id, u.created_time, u.output_index, u.asset_id, u.amount,
 		u.addresses, u.reward_type, s.tx_id, s.stake_amount, s.node_id, s.start_time, s.end_time, s.removal_tx_id
-		FROM utxos u JOIN p_stakers s ON s.tx_id = u.tx_id WHERE `+where+`
-		ORDER BY u.created_time `+dir+`, u.utxo_id `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+		FROM `+from+` JOIN p_stakers s ON s.tx_id = u.tx_id WHERE `+where+`
+		ORDER BY u.created_time `+dir+`, u.utxo_id `+dir+` LIMIT `+strconv.Itoa((size+1)*fanout), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list rewards: %w", err)
 	}
@@ -147,6 +159,9 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 		if err := rows.Scan(&x.UtxoID, &t, &x.OutputIndex, &asset, &amount, &addrJSON, &x.RewardType, &x.TxHash, &staked,
 			&x.NodeID, &x.StartTimestamp, &x.EndTimestamp, &x.RewardTxHash); err != nil {
 			return nil, fmt.Errorf("list rewards: %w", err)
+		}
+		if len(out.HistoricalRewards) > 0 && x.UtxoID == last.ID {
+			continue // the same reward, owned by another listed address
 		}
 		if len(out.HistoricalRewards) == size {
 			out.NextPageToken = h.encodeCursor(q, routeRewards, last)

@@ -208,30 +208,50 @@ type utxoFilter struct {
 // sql selects the page's (sort key, utxo id) pairs. Per address it walks
 // one index of utxo_addresses in order (0002: unspent by time or amount;
 // 0006: all by time or amount), and the keyset condition is a row-value
-// comparison, which both backends run as an index range.
+// comparison, which both backends run as an index range. Several addresses
+// are one such walk each, limited to the page, merged: a single walk over
+// "address IN (...)" would sort every UTXO of every address first.
 func (f utxoFilter) sql() (string, []any) {
+	if len(f.addrs) == 1 {
+		return f.walk(f.addrs[0], nil, f.limit)
+	}
+	var parts []string
+	var args []any
+	for i, a := range f.addrs {
+		q, more := f.walk(a, args, f.limit)
+		parts = append(parts, `SELECT * FROM (`+q+`) AS a`+strconv.Itoa(i))
+		args = more
+	}
+	dir := "ASC"
+	if f.desc {
+		dir = "DESC"
+	}
+	// One address owns a UTXO once; several may share one (multisig).
+	return `SELECT DISTINCT k, id FROM (` + strings.Join(parts, ` UNION ALL `) + `) AS m ORDER BY k ` + dir +
+		`, id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
+}
+
+// walk is the page of one address, numbering its parameters after args.
+func (f utxoFilter) walk(addr string, args []any, limit int) (string, []any) {
 	key := "ua.created_time"
 	if f.byAmount {
 		key = "ua.amount"
 	}
-	args := []any{f.chain}
-	from := `utxo_addresses ua`
-	where := `ua.chain_key = $1 AND ua.address IN (` + placeholders(2, len(f.addrs)) + `)`
-	for _, a := range f.addrs {
-		args = append(args, a)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
 	}
+	from := `utxo_addresses ua`
+	where := `ua.chain_key = ` + arg(f.chain) + ` AND ua.address = ` + arg(addr)
 	if !f.includeSpent {
-		args = append(args, false)
-		where += fmt.Sprintf(` AND ua.spent = $%d`, len(args))
+		where += ` AND ua.spent = ` + arg(false)
 	}
 	if f.minAmount > 0 {
-		args = append(args, pad(f.minAmount))
-		where += fmt.Sprintf(` AND ua.amount >= $%d`, len(args))
+		where += ` AND ua.amount >= ` + arg(pad(f.minAmount))
 	}
 	if f.assetID != "" {
 		from += ` JOIN utxos u ON u.utxo_id = ua.utxo_id`
-		args = append(args, f.assetID)
-		where += fmt.Sprintf(` AND u.asset_id = $%d`, len(args))
+		where += ` AND u.asset_id = ` + arg(f.assetID)
 	}
 	cmp, dir := ">", "ASC"
 	if f.desc {
@@ -242,14 +262,8 @@ func (f utxoFilter) sql() (string, []any) {
 		if f.byAmount {
 			k = f.after.A
 		}
-		args = append(args, k, f.after.ID)
-		where += fmt.Sprintf(` AND (%s, ua.utxo_id) %s ($%d, $%d)`, key, cmp, len(args)-1, len(args))
+		where += fmt.Sprintf(` AND (%s, ua.utxo_id) %s (%s, %s)`, key, cmp, arg(k), arg(f.after.ID))
 	}
-	// One address owns a UTXO once; several may share one (multisig).
-	distinct := ""
-	if len(f.addrs) > 1 {
-		distinct = "DISTINCT "
-	}
-	return `SELECT ` + distinct + key + `, ua.utxo_id FROM ` + from + ` WHERE ` + where +
-		` ORDER BY ` + key + ` ` + dir + `, ua.utxo_id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
+	return `SELECT ` + key + ` AS k, ua.utxo_id AS id FROM ` + from + ` WHERE ` + where +
+		` ORDER BY ` + key + ` ` + dir + `, ua.utxo_id ` + dir + ` LIMIT ` + strconv.Itoa(limit), args
 }
