@@ -44,8 +44,8 @@ func TestMain(m *testing.M) {
 	storetest.Main(m)
 }
 
-// Benchmark defaults: what `permafrost index` should use for an EVM chain
-// that is far behind its tip (see docs/benchmarks.md for how they were chosen).
+// Benchmark defaults. docs/benchmarks.md ("Ingestion") has the sweep of
+// the ingest batch: 256-500 blocks per transaction suit SQLite.
 const (
 	benchTxPerBlock  = 20
 	benchIngestBatch = 500 // blocks per store transaction
@@ -69,11 +69,11 @@ const (
 // name prefix: a pprof profile of the timed part per backend), BENCH_SQLITE
 // (database file to use and keep, for inspection), BENCH_LOG (pipeline logs
 // to stderr), BENCH_SQLITE_PRAGMAS ("name=value;..." run on the SQLite
-// writer), BENCH_FULL (the indexer as `permafrost index` wires it: with the
-// ICM log sink and the metrics rollups), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
-// first). Experiments for changes outside the indexer: BENCH_ZSTD (raw
-// blocks stored zstd-compressed), BENCH_BGCHECKPOINT (WAL checkpoints on
-// another connection instead of at commit).
+// writer), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
+// first), BENCH_FULL (the indexer as `permafrost index` wires it: with the
+// ICM log sink and the metrics rollups). Experiments for changes outside the
+// indexer: BENCH_ZSTD (raw blocks stored zstd-compressed), BENCH_BGCHECKPOINT
+// (WAL checkpoints on another connection instead of at commit).
 func BenchmarkIngestEVM(b *testing.B) {
 	n := envInt(b, "BENCH_BLOCKS", 5000)
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	"github.com/mattn/go-sqlite3"      // registers the "sqlite3" database/sql driver
+	"github.com/mattn/go-sqlite3"      // the writer's driver; registers "sqlite3" for the readers
 )
 
 // Dialect names the SQL backend.
@@ -96,7 +96,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 		common += "&_journal_mode=WAL&_synchronous=NORMAL"
 	}
 	// The writer gets the pragmas of a bulk writer (see writerPragmas).
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas(memory)})
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas()})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -278,10 +278,10 @@ func splitStatements(body string) []string {
 
 // writerPragmas tune the SQLite writer connection for ingestion (measured
 // with BenchmarkIngestEVM, see docs/benchmarks.md "Ingestion"):
-//   - temp_store=MEMORY: every multi-row INSERT that can fail halfway keeps a
+//   - temp_store=MEMORY: a multi-row INSERT that can fail halfway keeps a
 //     statement journal (the pages it changes, to undo just that statement);
-//     in a temp file that was most of the bytes SQLite wrote.
-func writerPragmas(memory bool) []string {
+//     in a temp file, that was three quarters of the bytes SQLite wrote.
+func writerPragmas() []string {
 	return []string{
 		"PRAGMA temp_store = MEMORY",
 	}

@@ -193,22 +193,20 @@ func (c *chain) openBlock(ctx context.Context) error {
 	}
 	c.hold = false
 	c.parent = c.blockID
-	var id ids.ID
-	if _, err := randRead(c, id[:]); err != nil {
-		return err
-	}
-	c.blockID = id
+	c.blockID = blockID(c)
 	c.txIDs = c.txIDs[:0]
 	c.size = 200
 	c.reward = false
 	return nil
 }
 
-// randRead fills b deterministically from the block height (blocks ids are
-// not the generator's random stream, so the stream does not depend on the
-// block layout).
-func randRead(c *chain, b []byte) (int, error) {
-	return rand.New(rand.NewSource(c.height*31 + int64(c.key[0])<<40)).Read(b)
+// blockID derives a block's id from its chain and height (not from the
+// generator's random stream, so the stream does not depend on the block
+// layout).
+func blockID(c *chain) ids.ID {
+	var id ids.ID
+	rand.New(rand.NewSource(c.height*31 + int64(c.key[0])<<40)).Read(id[:])
+	return id
 }
 
 // closeBlock writes the open block (as xchain/pchain do) and commits every
@@ -293,7 +291,6 @@ type txSpec struct {
 	typ    string
 	ins    []spent
 	outs   []output
-	first  uint32 // output index of outs[0]
 	src    string // source chain (imports)
 	reward string // RewardValidatorTx: the staker tx
 	extra  []string
@@ -349,7 +346,7 @@ func (p *primaryGen) write(ctx context.Context, c *chain, t txSpec) error {
 		addrs[p.bech[in.owner]] = true
 	}
 	for i, o := range t.outs {
-		idx := t.first + uint32(i)
+		idx := uint32(i)
 		u := &avax.UTXO{UTXOID: avax.UTXOID{TxID: t.id, OutputIndex: idx}, Asset: avax.Asset{ID: p.assets[o.asset]},
 			Out: &secp256k1fx.TransferOutput{Amt: o.amount, OutputOwners: secp256k1fx.OutputOwners{Threshold: 1,
 				Addrs: []ids.ShortID{p.addrs[o.addr]}}}}
@@ -446,12 +443,10 @@ func (p *primaryGen) pickPair() (int, int) {
 	from := int(p.pick.Uint64())
 	to := int(p.pick.Uint64())
 	for to == from {
-		to = p.rng.Intn(p.g().cfg.Addresses)
+		to = p.rng.Intn(p.cfg.Addresses)
 	}
 	return from, to
 }
-
-func (p *primaryGen) g() *generator { return p.generator }
 
 // transfer writes one BaseTx: one or two UTXOs of an asset (and one AVAX
 // UTXO for the fee when the asset is not AVAX) to a recipient, with change.
@@ -607,14 +602,14 @@ func (p *primaryGen) pChain(ctx context.Context, c *chain) error {
 		return err
 	}
 	// The faucet's funds arrive by an import from the X-chain.
-	if err := p.write(ctx, c, txSpec{id: p.randID(), typ: "ImportTx", src: p.g().m.XBlockchainID,
+	if err := p.write(ctx, c, txSpec{id: p.randID(), typ: "ImportTx", src: p.m.XBlockchainID,
 		outs: []output{{addr: p.faucet, amount: faucetFunds}}}); err != nil {
 		return err
 	}
 	tip := int64(genesisTime + pChainDays*day)
 	events := p.stakers(tip, c.step)
 	ev := 0
-	for i := 0; i < p.g().cfg.PTxs; i++ {
+	for i := 0; i < p.cfg.PTxs; i++ {
 		for ev < len(events) && events[ev].time <= c.time {
 			if err := p.stakerTx(ctx, c, events[ev]); err != nil {
 				return err
@@ -635,7 +630,7 @@ func (p *primaryGen) pChain(ctx context.Context, c *chain) error {
 	}
 	// The validator set at the tip: current stakers and their delegators.
 	tipTime := c.time
-	tx, err := p.g().db.Begin(ctx)
+	tx, err := p.db.Begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -689,8 +684,8 @@ func (p *primaryGen) stakers(tip, step int64) []event {
 		}
 	}
 	pickDel := rand.NewZipf(p.rng, 1.2, 2, 150)
-	hot := max(1, p.g().cfg.Nodes/10)
-	for n := 0; n < p.g().cfg.Nodes; n++ {
+	hot := max(1, p.cfg.Nodes/10)
+	for n := 0; n < p.cfg.Nodes; n++ {
 		t := genesisTime + step*3
 		if n >= hot {
 			t += p.rng.Int63n(tip - genesisTime)
@@ -731,10 +726,10 @@ func (p *primaryGen) stakers(tip, step int64) []event {
 		return out[i].order < out[j].order
 	})
 	for i := 0; i < hot && i < 10; i++ {
-		p.g().m.HotNodes = append(p.g().m.HotNodes, p.nodeID(i))
+		p.m.HotNodes = append(p.m.HotNodes, p.nodeID(i))
 	}
-	for i := p.g().cfg.Nodes - 1; i >= hot && len(p.g().m.ColdNodes) < 50; i-- {
-		p.g().m.ColdNodes = append(p.g().m.ColdNodes, p.nodeID(i))
+	for i := p.cfg.Nodes - 1; i >= hot && len(p.m.ColdNodes) < 50; i-- {
+		p.m.ColdNodes = append(p.m.ColdNodes, p.nodeID(i))
 	}
 	return out
 }
@@ -875,8 +870,8 @@ func (p *primaryGen) putRewards(ctx context.Context, c *chain, s *staker, outs [
 		k := [2]int{o.addr, 0}
 		c.unspent[k] = append(c.unspent[k], utxoRef{tx: s.id, idx: idx, amount: o.amount})
 		c.utxos[o.addr]++
-		if len(p.g().m.RewardAddrs) < 100 && p.rng.Intn(20) == 0 {
-			p.g().m.RewardAddrs = append(p.g().m.RewardAddrs, p.bech[o.addr])
+		if len(p.m.RewardAddrs) < 100 && p.rng.Intn(20) == 0 {
+			p.m.RewardAddrs = append(p.m.RewardAddrs, p.bech[o.addr])
 		}
 	}
 	if err := p.w.LinkTx(ctx, c.tx, "P", c.txIDs[len(c.txIDs)-1], c.time, []ids.ID{p.assets[0]}, []string{p.bech[s.owner]}); err != nil {
