@@ -33,14 +33,15 @@ func envInt(name string, def int) int {
 //	APIBENCH_CLIENTS    8 concurrent clients
 //	APIBENCH_SECONDS    5 seconds per endpoint (after 200 warm-up requests)
 //	APIBENCH_REQUESTS   5000 requests per endpoint at most
-//	APIBENCH_DIR        the cache (DefaultCacheDir())
+//	APIBENCH_DIR        the cache (DefaultCacheDir(), with -smoke for the smoke scale)
 //	APIBENCH_SCALE      full, or smoke (a tiny dataset, to try the harness)
 //
 // go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
 func BenchmarkAPI(b *testing.B) {
-	cfg := FullConfig()
+	cfg, scale := FullConfig(), ""
 	if os.Getenv("APIBENCH_SCALE") == "smoke" {
-		cfg = SmokeConfig()
+		// Its own cache: a cache of another configuration is regenerated.
+		cfg, scale = SmokeConfig(), "-smoke"
 	}
 	backends := strings.Split(os.Getenv("APIBENCH_BACKENDS"), ",")
 	if os.Getenv("APIBENCH_BACKENDS") == "" {
@@ -50,7 +51,7 @@ func BenchmarkAPI(b *testing.B) {
 		Requests: envInt("APIBENCH_REQUESTS", 5000), Warmup: 200}
 	dir := os.Getenv("APIBENCH_DIR")
 	if dir == "" {
-		dir = DefaultCacheDir()
+		dir = DefaultCacheDir() + scale
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cache := &Cache{Dir: dir, Log: log}
