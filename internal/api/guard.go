@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,31 +134,24 @@ func (c LimitsConfig) WithDefaults() LimitsConfig {
 	if c.CORSOrigins == nil {
 		c.CORSOrigins = d.CORSOrigins
 	}
-	setDefault(&c.AnonymousCU, d.AnonymousCU)
-	setDefault(&c.MetricsPerIPPerMinute, d.MetricsPerIPPerMinute)
-	setDefault(&c.LagThreshold, d.LagThreshold)
-	setDefault(&c.StaleAfter, d.StaleAfter)
-	setDefault(&c.MaxListItems, d.MaxListItems)
-	setDefault(&c.MaxBodyBytes, d.MaxBodyBytes)
-	setDefault(&c.MaxURLBytes, d.MaxURLBytes)
-	setDefault(&c.MaxHeaderBytes, d.MaxHeaderBytes)
-	setDefault(&c.MaxHeaderValueBytes, d.MaxHeaderValueBytes)
-	setDefault(&c.MaxHeaderCount, d.MaxHeaderCount)
-	setDefault(&c.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	setDefault(&c.ReadTimeout, d.ReadTimeout)
-	setDefault(&c.WriteTimeout, d.WriteTimeout)
-	setDefault(&c.IdleTimeout, d.IdleTimeout)
-	setDefault(&c.HandlerTimeout, d.HandlerTimeout)
-	setDefault(&c.ShutdownGrace, d.ShutdownGrace)
-	setDefault(&c.KeyCacheTTL, d.KeyCacheTTL)
+	c.AnonymousCU = cmp.Or(c.AnonymousCU, d.AnonymousCU)
+	c.MetricsPerIPPerMinute = cmp.Or(c.MetricsPerIPPerMinute, d.MetricsPerIPPerMinute)
+	c.LagThreshold = cmp.Or(c.LagThreshold, d.LagThreshold)
+	c.StaleAfter = cmp.Or(c.StaleAfter, d.StaleAfter)
+	c.MaxListItems = cmp.Or(c.MaxListItems, d.MaxListItems)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, d.MaxBodyBytes)
+	c.MaxURLBytes = cmp.Or(c.MaxURLBytes, d.MaxURLBytes)
+	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, d.MaxHeaderBytes)
+	c.MaxHeaderValueBytes = cmp.Or(c.MaxHeaderValueBytes, d.MaxHeaderValueBytes)
+	c.MaxHeaderCount = cmp.Or(c.MaxHeaderCount, d.MaxHeaderCount)
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, d.ReadTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, d.WriteTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, d.IdleTimeout)
+	c.HandlerTimeout = cmp.Or(c.HandlerTimeout, d.HandlerTimeout)
+	c.ShutdownGrace = cmp.Or(c.ShutdownGrace, d.ShutdownGrace)
+	c.KeyCacheTTL = cmp.Or(c.KeyCacheTTL, d.KeyCacheTTL)
 	return c
-}
-
-func setDefault[T comparable](p *T, d T) {
-	var zero T
-	if *p == zero {
-		*p = d
-	}
 }
 
 // Guard enforces API keys, scopes and rate limits on the routes registered

@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,7 +52,7 @@ type CoinGeckoConfig struct {
 
 // WithDefaults fills zero fields.
 func (c CoinGeckoConfig) WithDefaults() CoinGeckoConfig {
-	setDefault(&c.BaseURL, "https://api.coingecko.com/api/v3")
+	c.BaseURL = cmp.Or(c.BaseURL, "https://api.coingecko.com/api/v3")
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.KeyHeader == "" {
 		c.KeyHeader = "x-cg-demo-api-key"
@@ -59,9 +60,9 @@ func (c CoinGeckoConfig) WithDefaults() CoinGeckoConfig {
 			c.KeyHeader = "x-cg-pro-api-key"
 		}
 	}
-	setDefault(&c.RequestsPerMinute, 30)
-	setDefault(&c.MaxAddresses, 30)
-	setDefault(&c.Timeout, 10*time.Second)
+	c.RequestsPerMinute = cmp.Or(c.RequestsPerMinute, 30)
+	c.MaxAddresses = cmp.Or(c.MaxAddresses, 30)
+	c.Timeout = cmp.Or(c.Timeout, 10*time.Second)
 	if c.Platforms == nil {
 		c.Platforms = map[string]string{"43114": "avalanche"}
 	}

@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -199,49 +200,42 @@ const (
 // WithDefaults fills zero fields with their defaults.
 func (c Config) WithDefaults() Config {
 	t := &c.Tokens
-	setDefault(&t.Interval, defaultTokenInterval)
-	setDefault(&t.Batch, defaultTokenBatch)
-	setDefault(&t.MaxAttempts, 8)
-	setDefault(&t.RetryBase, 30*time.Second)
-	setDefault(&t.RetryCap, time.Hour)
+	t.Interval = cmp.Or(t.Interval, defaultTokenInterval)
+	t.Batch = cmp.Or(t.Batch, defaultTokenBatch)
+	t.MaxAttempts = cmp.Or(t.MaxAttempts, 8)
+	t.RetryBase = cmp.Or(t.RetryBase, 30*time.Second)
+	t.RetryCap = cmp.Or(t.RetryCap, time.Hour)
 
 	tr := &c.Trace
-	setDefault(&tr.Interval, 30*time.Second)
-	setDefault(&tr.Recheck, time.Hour)
-	setDefault(&tr.MaxAttempts, 5)
-	setDefault(&tr.RetryBase, time.Minute)
-	setDefault(&tr.RetryCap, 6*time.Hour)
+	tr.Interval = cmp.Or(tr.Interval, 30*time.Second)
+	tr.Recheck = cmp.Or(tr.Recheck, time.Hour)
+	tr.MaxAttempts = cmp.Or(tr.MaxAttempts, 5)
+	tr.RetryBase = cmp.Or(tr.RetryBase, time.Minute)
+	tr.RetryCap = cmp.Or(tr.RetryCap, 6*time.Hour)
 
 	n := &c.NFT
-	setDefault(&n.Workers, 8)
-	setDefault(&n.PerHost, 4)
-	setDefault(&n.Poll, 2*time.Second)
-	setDefault(&n.Batch, 32)
-	setDefault(&n.Lease, 5*time.Minute)
-	setDefault(&n.Timeout, 10*time.Second)
-	setDefault(&n.MaxBytes, 1<<20)
-	setDefault(&n.MaxRedirects, 5)
-	setDefault(&n.IPFSGateway, defaultIPFSGateway)
-	setDefault(&n.ReindexInterval, time.Hour)
-	setDefault(&n.UserAgent, defaultUserAgent)
+	n.Workers = cmp.Or(n.Workers, 8)
+	n.PerHost = cmp.Or(n.PerHost, 4)
+	n.Poll = cmp.Or(n.Poll, 2*time.Second)
+	n.Batch = cmp.Or(n.Batch, 32)
+	n.Lease = cmp.Or(n.Lease, 5*time.Minute)
+	n.Timeout = cmp.Or(n.Timeout, 10*time.Second)
+	n.MaxBytes = cmp.Or(n.MaxBytes, 1<<20)
+	n.MaxRedirects = cmp.Or(n.MaxRedirects, 5)
+	n.IPFSGateway = cmp.Or(n.IPFSGateway, defaultIPFSGateway)
+	n.ReindexInterval = cmp.Or(n.ReindexInterval, time.Hour)
+	n.UserAgent = cmp.Or(n.UserAgent, defaultUserAgent)
 	retry := DefaultRetry()
 	for k, v := range n.Retry {
 		retry[k] = v
 	}
 	n.Retry = retry
 
-	setDefault(&c.Registry.Poll, 10*time.Second)
-	setDefault(&c.Prices.CurrentTTL, 5*time.Minute)
-	setDefault(&c.Prices.Timeout, 3*time.Second)
+	c.Registry.Poll = cmp.Or(c.Registry.Poll, 10*time.Second)
+	c.Prices.CurrentTTL = cmp.Or(c.Prices.CurrentTTL, 5*time.Minute)
+	c.Prices.Timeout = cmp.Or(c.Prices.Timeout, 3*time.Second)
 	c.Prices.CoinGecko = c.Prices.CoinGecko.WithDefaults()
 	return c
-}
-
-func setDefault[T comparable](p *T, d T) {
-	var zero T
-	if *p == zero {
-		*p = d
-	}
 }
 
 func (c Config) validate() error {

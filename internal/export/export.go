@@ -21,6 +21,7 @@
 package export
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -137,36 +138,17 @@ const (
 
 // WithDefaults fills zero fields with the defaults.
 func (c Config) WithDefaults() Config {
-	if c.Dir == "" {
-		c.Dir = DefaultDir
-	}
-	if c.RowCap == 0 {
-		c.RowCap = DefaultRowCap
-	}
-	if c.Retention == 0 {
-		c.Retention = DefaultRetention
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.URLTTL == 0 {
-		c.URLTTL = DefaultURLTTL
-	}
-	if c.Lease == 0 {
-		c.Lease = DefaultLease
-	}
-	if c.Poll == 0 {
-		c.Poll = DefaultPoll
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.JobTimeout == 0 {
-		c.JobTimeout = DefaultJobTimeout
-	}
-	if c.GCInterval == 0 {
-		c.GCInterval = DefaultGCInterval
-	}
+	// cmp.Or keeps a set field and fills a zero one.
+	c.Dir = cmp.Or(c.Dir, DefaultDir)
+	c.RowCap = cmp.Or(c.RowCap, DefaultRowCap)
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.URLTTL = cmp.Or(c.URLTTL, DefaultURLTTL)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.Poll = cmp.Or(c.Poll, DefaultPoll)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, DefaultMaxAttempts)
+	c.JobTimeout = cmp.Or(c.JobTimeout, DefaultJobTimeout)
+	c.GCInterval = cmp.Or(c.GCInterval, DefaultGCInterval)
 	return c
 }
 
