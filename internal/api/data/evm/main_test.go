@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -56,17 +55,10 @@ func forEachBackend(t *testing.T, body func(t *testing.T, e *env)) {
 // assert it separately); claiming "Benign" would be invented.
 func (e *env) do(t testing.TB, path string) (int, []byte) {
 	t.Helper()
-	w := httptest.NewRecorder()
-	e.mux.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
-	body := w.Body.Bytes()
-	if w.Code >= 400 {
-		if err := apitest.CheckErrorBody(w.Code, body); err != nil {
-			t.Errorf("GET %s: %v", path, err)
-		}
-	}
+	code, body := apitest.ServeUnvalidated(t, e.mux, "GET", path)
 	check := bytes.ReplaceAll(body, []byte(`"tokenReputation":null`), []byte(`"tokenReputation":"Benign"`))
-	apitest.Load(t).ValidateResponse(t, "GET", path, w.Code, check)
-	return w.Code, body
+	apitest.Load(t).ValidateResponse(t, "GET", path, code, check)
+	return code, body
 }
 
 // ok serves path, requires a 200 and decodes the body into out.

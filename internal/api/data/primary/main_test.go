@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -59,14 +58,7 @@ func forEachBackend(t *testing.T, body func(t *testing.T, e *env)) {
 // branch of its chain.
 func (e *env) get(t testing.TB, target string) (int, []byte) {
 	t.Helper()
-	w := httptest.NewRecorder()
-	e.mux.ServeHTTP(w, httptest.NewRequest("GET", target, nil))
-	body := w.Body.Bytes()
-	if w.Code >= 400 {
-		if err := apitest.CheckErrorBody(w.Code, body); err != nil {
-			t.Errorf("GET %s: %v", target, err)
-		}
-	}
+	code, body := apitest.ServeUnvalidated(t, e.mux, "GET", target)
 	var list struct {
 		Utxos     []json.RawMessage `json:"utxos"`
 		ChainInfo struct {
@@ -74,7 +66,7 @@ func (e *env) get(t testing.TB, target string) (int, []byte) {
 		} `json:"chainInfo"`
 	}
 	path, _, _ := strings.Cut(target, "?")
-	if w.Code == 200 && strings.HasSuffix(path, "/utxos") && json.Unmarshal(body, &list) == nil && list.Utxos != nil && len(list.Utxos) == 0 {
+	if code == 200 && strings.HasSuffix(path, "/utxos") && json.Unmarshal(body, &list) == nil && list.Utxos != nil && len(list.Utxos) == 0 {
 		branch := "ListUtxosResponse"
 		if list.ChainInfo.ChainName == "p-chain" {
 			branch = "ListPChainUtxosResponse"
@@ -82,10 +74,10 @@ func (e *env) get(t testing.TB, target string) (int, []byte) {
 		if err := e.spec.CheckSchema(branch, body); err != nil {
 			t.Errorf("GET %s: %v", target, err)
 		}
-		return w.Code, body
+		return code, body
 	}
-	e.spec.ValidateResponse(t, "GET", target, w.Code, body)
-	return w.Code, body
+	e.spec.ValidateResponse(t, "GET", target, code, body)
+	return code, body
 }
 
 // ok requires a 200 and decodes the body into out (numbers as json.Number).
