@@ -1,17 +1,13 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
-	"sync"
 
-	"github.com/ava-labs/libevm/common"
 	"github.com/ava-labs/libevm/common/hexutil"
 	"github.com/ava-labs/libevm/rpc"
 )
@@ -44,6 +40,7 @@ type EVMOptions struct {
 type EVM struct {
 	url         string
 	c           *rpc.Client
+	hc          *http.Client // Blocks' batches, sent and decoded without libevm's client
 	retry       Retry
 	batchSize   int
 	concurrency int
@@ -79,7 +76,7 @@ func NewEVM(ctx context.Context, rawURL string, opts EVMOptions) (*EVM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: EVM client for %s: %w", rawURL, err)
 	}
-	return &EVM{url: rawURL, c: c, retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}, nil
+	return &EVM{url: rawURL, c: c, hc: hc, retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}, nil
 }
 
 // Close releases the client.
@@ -211,171 +208,6 @@ func (b *RawEVMBlock) Bytes() []byte {
 	out = append(out, `,"receipts":`...)
 	out = append(out, b.Receipts...)
 	return append(out, '}')
-}
-
-// Blocks fetches heights from..to (inclusive) with eth_getBlockByNumber(n,
-// true) and eth_getBlockReceipts(n), in batches of BatchSize heights with up
-// to Concurrency batches in flight. Each block must have the asked number and
-// as many receipts as transactions, all naming the block; otherwise the batch
-// is retried. A height above the tip fails (IsNotFound is true), after
-// retries when the node answers null rather than an error.
-func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error) {
-	if to < from {
-		return nil, fmt.Errorf("source: blocks %d..%d: empty range", from, to)
-	}
-	if to-from >= MaxBlocksRange {
-		return nil, fmt.Errorf("source: blocks %d..%d: more than %d heights", from, to, MaxBlocksRange)
-	}
-	out := make([]RawEVMBlock, to-from+1)
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	sem := make(chan struct{}, e.concurrency)
-	for lo := from; ; {
-		hi := to
-		if to-lo >= uint64(e.batchSize) {
-			hi = lo + uint64(e.batchSize) - 1
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func(lo, hi uint64) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			err := e.retry.Do(ctx, fmt.Sprintf("eth_getBlockByNumber+eth_getBlockReceipts(%d..%d)", lo, hi), func(ctx context.Context) error {
-				return e.fetchRange(ctx, lo, hi, out[lo-from:hi-from+1])
-			})
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}(lo, hi)
-		if hi == to {
-			break
-		}
-		lo = hi + 1
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("source: blocks %d..%d: %w", from, to, err)
-	}
-	return out, nil
-}
-
-// fetchRange is one attempt at heights lo..hi into dst.
-func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock) error {
-	n := int(hi - lo + 1)
-	raws := make([]json.RawMessage, 2*n)
-	be := make([]rpc.BatchElem, 0, 2*n)
-	for i := 0; i < n; i++ {
-		h := hexutil.EncodeUint64(lo + uint64(i))
-		be = append(be,
-			rpc.BatchElem{Method: "eth_getBlockByNumber", Args: []any{h, true}, Result: &raws[2*i]},
-			rpc.BatchElem{Method: "eth_getBlockReceipts", Args: []any{h}, Result: &raws[2*i+1]},
-		)
-	}
-	if err := fromLibevm(e.c.BatchCallContext(ctx, be)); err != nil {
-		return err
-	}
-	for i := range be {
-		if be[i].Error == nil {
-			continue
-		}
-		h := lo + uint64(i/2)
-		err := fromLibevm(be[i].Error)
-		var re *RPCError
-		if errors.As(err, &re) {
-			return fmt.Errorf("%s(%d): %w", be[i].Method, h, re)
-		}
-		return fmt.Errorf("%w: %s(%d): %w", ErrMalformed, be[i].Method, h, err)
-	}
-	for i := 0; i < n; i++ {
-		b, err := parseRawBlock(lo+uint64(i), raws[2*i], raws[2*i+1])
-		if err != nil {
-			return err
-		}
-		dst[i] = b
-	}
-	return nil
-}
-
-var null = []byte("null")
-
-func parseRawBlock(h uint64, block, receipts json.RawMessage) (RawEVMBlock, error) {
-	if len(block) == 0 || bytes.Equal(block, null) {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: %w", ErrInconsistent, h, ErrNotFound)
-	}
-	var hdr struct {
-		Number       *hexutil.Uint64 `json:"number"`
-		Hash         *common.Hash    `json:"hash"`
-		ParentHash   *common.Hash    `json:"parentHash"`
-		Timestamp    *hexutil.Uint64 `json:"timestamp"`
-		Transactions []struct {
-			Hash *common.Hash `json:"hash"`
-		} `json:"transactions"`
-	}
-	if err := json.Unmarshal(block, &hdr); err != nil {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: %w", ErrMalformed, h, err)
-	}
-	if hdr.Number == nil || hdr.Hash == nil || hdr.ParentHash == nil || hdr.Timestamp == nil || hdr.Transactions == nil {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: missing number, hash, parentHash, timestamp or transactions", ErrMalformed, h)
-	}
-	if uint64(*hdr.Number) != h {
-		return RawEVMBlock{}, fmt.Errorf("%w: asked block %d, got block %d", ErrInconsistent, h, uint64(*hdr.Number))
-	}
-	if uint64(*hdr.Timestamp) > math.MaxInt64 {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: timestamp %d", ErrMalformed, h, uint64(*hdr.Timestamp))
-	}
-	if len(receipts) == 0 || bytes.Equal(receipts, null) {
-		return RawEVMBlock{}, fmt.Errorf("%w: receipts of block %d: %w", ErrInconsistent, h, ErrNotFound)
-	}
-	var rs []struct {
-		TransactionHash *common.Hash    `json:"transactionHash"`
-		BlockHash       *common.Hash    `json:"blockHash"`
-		BlockNumber     *hexutil.Uint64 `json:"blockNumber"`
-	}
-	if err := json.Unmarshal(receipts, &rs); err != nil {
-		return RawEVMBlock{}, fmt.Errorf("%w: receipts of block %d: %w", ErrMalformed, h, err)
-	}
-	if len(rs) != len(hdr.Transactions) {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d has %d txs but %d receipts", ErrInconsistent, h, len(hdr.Transactions), len(rs))
-	}
-	for i, r := range rs {
-		tx := hdr.Transactions[i]
-		if tx.Hash == nil || r.TransactionHash == nil || r.BlockHash == nil || r.BlockNumber == nil {
-			return RawEVMBlock{}, fmt.Errorf("%w: block %d: tx %d or its receipt lacks hashes", ErrMalformed, h, i)
-		}
-		if *r.BlockHash != *hdr.Hash || uint64(*r.BlockNumber) != h || *r.TransactionHash != *tx.Hash {
-			return RawEVMBlock{}, fmt.Errorf("%w: block %d (%s): receipt %d is of tx %s in block %d (%s)",
-				ErrInconsistent, h, hdr.Hash.Hex(), i, r.TransactionHash.Hex(), uint64(*r.BlockNumber), r.BlockHash.Hex())
-		}
-	}
-	return RawEVMBlock{
-		Height:     h,
-		Hash:       hdr.Hash.Hex(),
-		ParentHash: hdr.ParentHash.Hex(),
-		Timestamp:  int64(*hdr.Timestamp),
-		TxCount:    len(hdr.Transactions),
-		Block:      block,
-		Receipts:   receipts,
-	}, nil
 }
 
 // fromLibevm maps libevm rpc errors to ours.

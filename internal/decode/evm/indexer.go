@@ -26,6 +26,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/jsonscan"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
@@ -107,7 +108,7 @@ func AllocFromGenesis(a genesis.CChainAlloc) (map[common.Address]*big.Int, error
 		if !strings.HasPrefix(addrHex, "0x") && !strings.HasPrefix(addrHex, "0X") {
 			addrHex = "0x" + addrHex
 		}
-		addr, err := parseAddress("genesis alloc address", []byte(addrHex))
+		addr, err := jsonscan.Address("genesis alloc address", []byte(addrHex))
 		if err != nil {
 			return nil, fmt.Errorf("evm: %w", err)
 		}
@@ -116,7 +117,7 @@ func AllocFromGenesis(a genesis.CChainAlloc) (map[common.Address]*big.Int, error
 		switch {
 		case s == "":
 		case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
-			if err := quantityBig("genesis alloc balance", []byte(s), bal); err != nil {
+			if err := jsonscan.Big("genesis alloc balance", []byte(s), bal); err != nil {
 				return nil, fmt.Errorf("evm: %s: %w", k, err)
 			}
 		default:

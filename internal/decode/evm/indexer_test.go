@@ -15,6 +15,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
+	"github.com/permafrost-dev/permafrost/internal/jsonscan"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -586,7 +587,7 @@ func checkNative(t *testing.T, ctx context.Context, db *store.DB, rec *recording
 			t.Fatalf("params %s", c.Params)
 		}
 		addr := strings.ToLower(p[0])
-		at, err := quantityU64("block", []byte(p[1]))
+		at, err := jsonscan.Uint64("block", []byte(p[1]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -642,8 +643,8 @@ func checkListNative(t *testing.T, ctx context.Context, db *store.DB, rec *recor
 			continue
 		}
 		if r.From == addr || r.To == addr {
-			b, _ := quantityU64("", []byte(r.BlockNumber))
-			i, _ := quantityU64("", []byte(r.TransactionIndex))
+			b, _ := jsonscan.Uint64("", []byte(r.BlockNumber))
+			i, _ := jsonscan.Uint64("", []byte(r.TransactionIndex))
 			want = append(want, pos{int64(b), int64(i)})
 		}
 	}

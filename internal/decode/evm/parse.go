@@ -5,6 +5,8 @@ import (
 	"math/big"
 
 	"github.com/ava-labs/libevm/common"
+
+	"github.com/permafrost-dev/permafrost/internal/jsonscan"
 )
 
 // block is one parsed {"block":..., "receipts":[...]} document. The indexer
@@ -86,40 +88,39 @@ type logEntry struct {
 // parse decodes raw into b, reusing b's memory.
 func (b *block) parse(raw []byte) error {
 	b.reset()
-	s := &scanner{buf: raw}
+	s := jsonscan.New(raw)
 	var receipts []byte // parsed after the block, whatever the key order
-	err := s.object(func(key []byte) error {
+	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "block":
-			if s.null() {
+			if s.Null() {
 				return fmt.Errorf("block is null")
 			}
 			b.txs = b.txs[:0]
 			return b.parseHeader(s)
 		case "receipts":
-			if s.null() {
+			if s.Null() {
 				return fmt.Errorf("receipts are null")
 			}
-			s.ws()
-			start := s.pos
-			if err := s.skip(); err != nil {
+			raw, err := s.Raw()
+			if err != nil {
 				return err
 			}
-			receipts = s.buf[start:s.pos]
+			receipts = raw
 			b.seen.receipts = true
 			return nil
 		}
-		return s.skip()
+		return s.Skip()
 	})
 	if err != nil {
 		return err
 	}
-	if s.ws(); s.pos != len(s.buf) {
-		return s.errorf("trailing data")
+	if err := s.End(); err != nil {
+		return err
 	}
 	if receipts != nil {
-		rs := &scanner{buf: receipts}
-		err := rs.array(func(i int) error {
+		rs := jsonscan.New(receipts)
+		err := rs.Array(func(i int) error {
 			if i >= len(b.txs) {
 				return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
 			}
@@ -199,14 +200,14 @@ func (t *txn) deriveEffectivePrice(b *block) error {
 	return nil
 }
 
-func (b *block) parseHeader(s *scanner) error {
-	return s.object(func(key []byte) error {
+func (b *block) parseHeader(s *jsonscan.Scanner) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case "transactions":
 			b.seen.txs = true
 			b.txs = b.txs[:0]
-			return s.array(func(i int) error {
-				if c, err := s.peek(); err != nil {
+			return s.Array(func(i int) error {
+				if c, err := s.Peek(); err != nil {
 					return err
 				} else if c != '{' {
 					return fmt.Errorf("transaction %d is not an object: fetch blocks with full transactions", i)
@@ -224,152 +225,143 @@ func (b *block) parseHeader(s *scanner) error {
 			"gasUsed", "gasLimit", "baseFeePerGas", "miner", "size", "extraData", "extDataHash",
 			"extDataGasUsed", "blockGasCost", "minDelayExcess", "blockExtraData":
 		default:
-			return s.skip()
+			return s.Skip()
 		}
-		if s.null() {
+		if s.Null() {
 			return nil
 		}
-		v, err := s.str()
+		v, err := s.Str()
 		if err != nil {
 			return fmt.Errorf("block field %s: %w", key, err)
 		}
 		switch string(key) {
 		case "number":
 			b.seen.number = true
-			b.number, err = quantityU64("block number", v)
+			b.number, err = jsonscan.Uint64("block number", v)
 		case "hash":
 			b.seen.hash = true
-			b.hash, err = parseHash("block hash", v)
+			b.hash, err = jsonscan.Hash("block hash", v)
 		case "parentHash":
 			b.seen.parentHash = true
-			b.parentHash, err = parseHash("parentHash", v)
+			b.parentHash, err = jsonscan.Hash("parentHash", v)
 		case "stateRoot":
-			b.stateRoot, err = parseHash("stateRoot", v)
+			b.stateRoot, err = jsonscan.Hash("stateRoot", v)
 		case "timestamp":
 			b.seen.timestamp = true
-			b.timestamp, err = quantityU64("timestamp", v)
+			b.timestamp, err = jsonscan.Uint64("timestamp", v)
 		case "timestampMilliseconds":
-			b.timestampMs, err = quantityU64("timestampMilliseconds", v)
+			b.timestampMs, err = jsonscan.Uint64("timestampMilliseconds", v)
 		case "gasUsed":
 			b.seen.gasUsed = true
-			b.gasUsed, err = quantityU64("gasUsed", v)
+			b.gasUsed, err = jsonscan.Uint64("gasUsed", v)
 		case "gasLimit":
 			b.seen.gasLimit = true
-			b.gasLimit, err = quantityU64("gasLimit", v)
+			b.gasLimit, err = jsonscan.Uint64("gasLimit", v)
 		case "baseFeePerGas":
 			b.hasBaseFee = true
-			err = quantityBig("baseFeePerGas", v, &b.baseFee)
+			err = jsonscan.Big("baseFeePerGas", v, &b.baseFee)
 		case "miner":
 			b.seen.miner = true
-			b.miner, err = parseAddress("miner", v)
+			b.miner, err = jsonscan.Address("miner", v)
 		case "size":
-			b.size, err = quantityU64("size", v)
+			b.size, err = jsonscan.Uint64("size", v)
 		case "extraData":
-			if h, ok := trim0x(v); !ok || len(h)%2 != 0 || !isHex(h) {
+			if h, ok := jsonscan.Trim0x(v); !ok || len(h)%2 != 0 || !jsonscan.IsHex(h) {
 				return fmt.Errorf("extraData: not 0x-hex bytes")
 			}
 			b.extraData = v
 		case "extDataHash":
 			b.hasExtDataHash = true
-			b.extDataHash, err = parseHash("extDataHash", v)
+			b.extDataHash, err = jsonscan.Hash("extDataHash", v)
 		case "extDataGasUsed":
 			b.hasExtDataGasUsed = true
-			err = quantityBig("extDataGasUsed", v, &b.extDataGasUsed)
+			err = jsonscan.Big("extDataGasUsed", v, &b.extDataGasUsed)
 		case "blockGasCost":
 			b.hasBlockGasCost = true
-			err = quantityBig("blockGasCost", v, &b.blockGasCost)
+			err = jsonscan.Big("blockGasCost", v, &b.blockGasCost)
 		case "minDelayExcess":
 			b.hasMinDelayExcess = true
-			err = quantityBig("minDelayExcess", v, &b.minDelayExcess)
+			err = jsonscan.Big("minDelayExcess", v, &b.minDelayExcess)
 		case "blockExtraData":
-			b.blockExtraData, err = hexBytes("blockExtraData", v, b.blockExtraData)
+			b.blockExtraData, err = jsonscan.Bytes("blockExtraData", v, b.blockExtraData)
 		}
 		return err
 	})
 }
 
-func isHex(h []byte) bool {
-	for _, c := range h {
-		if _, ok := unhexDigit(c); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func (t *txn) parseTx(s *scanner) error {
-	return s.object(func(key []byte) error {
+func (t *txn) parseTx(s *jsonscan.Scanner) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case "hash", "transactionIndex", "from", "to", "value", "gas", "gasPrice", "maxFeePerGas",
 			"maxPriorityFeePerGas", "nonce", "type", "chainId", "input":
 		default:
-			return s.skip()
+			return s.Skip()
 		}
-		if s.null() {
+		if s.Null() {
 			return nil
 		}
-		v, err := s.str()
+		v, err := s.Str()
 		if err != nil {
 			return fmt.Errorf("tx field %s: %w", key, err)
 		}
 		switch string(key) {
 		case "hash":
 			t.seen.hash = true
-			t.hash, err = parseHash("tx hash", v)
+			t.hash, err = jsonscan.Hash("tx hash", v)
 		case "transactionIndex":
 			t.seen.index = true
-			t.index, err = quantityU64("transactionIndex", v)
+			t.index, err = jsonscan.Uint64("transactionIndex", v)
 		case "from":
 			t.seen.from = true
-			t.from, err = parseAddress("from", v)
+			t.from, err = jsonscan.Address("from", v)
 		case "to":
 			t.hasTo = true
-			t.to, err = parseAddress("to", v)
+			t.to, err = jsonscan.Address("to", v)
 		case "value":
 			t.seen.value = true
-			err = quantityBig("value", v, &t.value)
+			err = jsonscan.Big("value", v, &t.value)
 		case "gas":
 			t.seen.gas = true
-			t.gas, err = quantityU64("gas", v)
+			t.gas, err = jsonscan.Uint64("gas", v)
 		case "gasPrice":
 			t.hasPrice = true
-			err = quantityBig("gasPrice", v, &t.gasPrice)
+			err = jsonscan.Big("gasPrice", v, &t.gasPrice)
 		case "maxFeePerGas":
 			t.hasMax = true
-			err = quantityBig("maxFeePerGas", v, &t.maxFee)
+			err = jsonscan.Big("maxFeePerGas", v, &t.maxFee)
 		case "maxPriorityFeePerGas":
 			t.hasPrio = true
-			err = quantityBig("maxPriorityFeePerGas", v, &t.maxPrio)
+			err = jsonscan.Big("maxPriorityFeePerGas", v, &t.maxPrio)
 		case "nonce":
 			t.seen.nonce = true
-			t.nonce, err = quantityU64("nonce", v)
+			t.nonce, err = jsonscan.Uint64("nonce", v)
 		case "type":
-			t.typ, err = quantityU64("type", v)
+			t.typ, err = jsonscan.Uint64("type", v)
 		case "chainId":
 			t.hasChain = true
-			err = quantityBig("chainId", v, &t.chainID)
+			err = jsonscan.Big("chainId", v, &t.chainID)
 		case "input":
-			h, ok := trim0x(v)
+			h, ok := jsonscan.Trim0x(v)
 			if !ok || len(h)%2 != 0 {
 				return fmt.Errorf("input: not 0x-hex bytes")
 			}
 			t.inputLen = len(h) / 2
 			if t.inputLen >= 4 {
-				err = fixedHex("input", v[:10], t.method[:])
+				err = jsonscan.FixedHex("input", v[:10], t.method[:])
 			}
 		}
 		return err
 	})
 }
 
-func (t *txn) parseReceipt(s *scanner) error {
-	return s.object(func(key []byte) error {
+func (t *txn) parseReceipt(s *jsonscan.Scanner) error {
+	return s.Object(func(key []byte) error {
 		if string(key) == "logs" {
 			t.logs = t.logs[:0]
-			if s.null() {
+			if s.Null() {
 				return nil
 			}
-			return s.array(func(i int) error {
+			return s.Array(func(i int) error {
 				if i < cap(t.logs) {
 					t.logs = t.logs[:i+1]
 					data := t.logs[i].data[:0]
@@ -383,75 +375,75 @@ func (t *txn) parseReceipt(s *scanner) error {
 		switch string(key) {
 		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress":
 		default:
-			return s.skip()
+			return s.Skip()
 		}
-		if s.null() {
+		if s.Null() {
 			return nil
 		}
-		v, err := s.str()
+		v, err := s.Str()
 		if err != nil {
 			return fmt.Errorf("receipt field %s: %w", key, err)
 		}
 		switch string(key) {
 		case "transactionHash":
 			t.rseen.hash = true
-			t.rhash, err = parseHash("receipt transactionHash", v)
+			t.rhash, err = jsonscan.Hash("receipt transactionHash", v)
 		case "transactionIndex":
 			t.rseen.index = true
-			t.rindex, err = quantityU64("receipt transactionIndex", v)
+			t.rindex, err = jsonscan.Uint64("receipt transactionIndex", v)
 		case "status":
 			t.rseen.status = true
-			t.status, err = quantityU64("status", v)
+			t.status, err = jsonscan.Uint64("status", v)
 		case "gasUsed":
 			t.rseen.gasUsed = true
-			t.gasUsed, err = quantityU64("receipt gasUsed", v)
+			t.gasUsed, err = jsonscan.Uint64("receipt gasUsed", v)
 		case "effectiveGasPrice":
 			t.hasEff = true
-			err = quantityBig("effectiveGasPrice", v, &t.effPrice)
+			err = jsonscan.Big("effectiveGasPrice", v, &t.effPrice)
 		case "contractAddress":
 			t.hasContract = true
-			t.contract, err = parseAddress("contractAddress", v)
+			t.contract, err = jsonscan.Address("contractAddress", v)
 		}
 		return err
 	})
 }
 
-func (l *logEntry) parse(s *scanner) error {
-	return s.object(func(key []byte) error {
+func (l *logEntry) parse(s *jsonscan.Scanner) error {
+	return s.Object(func(key []byte) error {
 		switch string(key) {
 		case "topics":
 			l.seen.topics = true
 			l.ntopics = 0
-			return s.array(func(i int) error {
+			return s.Array(func(i int) error {
 				if i >= len(l.topics) {
 					return fmt.Errorf("log has more than 4 topics")
 				}
-				v, err := s.str()
+				v, err := s.Str()
 				if err != nil {
 					return err
 				}
 				l.ntopics = i + 1
-				l.topics[i], err = parseHash("topic", v)
+				l.topics[i], err = jsonscan.Hash("topic", v)
 				return err
 			})
 		case "address", "data", "logIndex":
 		default:
-			return s.skip()
+			return s.Skip()
 		}
-		v, err := s.str()
+		v, err := s.Str()
 		if err != nil {
 			return fmt.Errorf("log field %s: %w", key, err)
 		}
 		switch string(key) {
 		case "address":
 			l.seen.address = true
-			l.address, err = parseAddress("log address", v)
+			l.address, err = jsonscan.Address("log address", v)
 		case "data":
 			l.seen.data = true
-			l.data, err = hexBytes("log data", v, l.data)
+			l.data, err = jsonscan.Bytes("log data", v, l.data)
 		case "logIndex":
 			l.seen.index = true
-			l.index, err = quantityU64("logIndex", v)
+			l.index, err = jsonscan.Uint64("logIndex", v)
 		}
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/jsonscan"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
@@ -52,7 +53,7 @@ func (r *recording) rawBlocks(t testing.TB) []ingest.RawBlock {
 		if err := json.Unmarshal(blk, &hdr); err != nil {
 			t.Fatal(err)
 		}
-		ts, err := quantityU64("timestamp", []byte(hdr.Timestamp))
+		ts, err := jsonscan.Uint64("timestamp", []byte(hdr.Timestamp))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ava-labs/libevm/common"
 
+	"github.com/permafrost-dev/permafrost/internal/jsonscan"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
@@ -327,7 +328,7 @@ func (w *writer) collect() error {
 		extra = b.blockExtraData
 	}
 	extraData := "0x"
-	if h, _ := trim0x(b.extraData); len(h) > 0 {
+	if h, _ := jsonscan.Trim0x(b.extraData); len(h) > 0 {
 		extraData = "0x" + lowerHex(h)
 	}
 	w.blocks.args = append(w.blocks.args, chain, num, w.hash, hexString(b.parentHash[:]), i64(b.timestamp),
