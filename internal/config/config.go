@@ -73,7 +73,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.NetworkName, "network-name", "testnet", "name a network other than mainnet/fuji is served under")
 	fs.StringVar(&c.Genesis, "genesis", "", "genesis config file for networks other than mainnet and fuji")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
-	fs.IntVar(&c.BatchSize, "batch-size", 64, "blocks per write transaction")
+	fs.IntVar(&c.BatchSize, "batch-size", 256, "blocks per write transaction (SQLite writes pages shared by several blocks once per commit)")
 	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to ask the node for new blocks at the tip")
 	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
 	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")

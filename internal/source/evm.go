@@ -41,6 +41,7 @@ type EVM struct {
 	url         string
 	c           *rpc.Client
 	hc          *http.Client // Blocks' batches, sent and decoded without libevm's client
+	answers     chan []byte  // answer buffers for reuse (putAnswer)
 	retry       Retry
 	batchSize   int
 	concurrency int
@@ -76,7 +77,7 @@ func NewEVM(ctx context.Context, rawURL string, opts EVMOptions) (*EVM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: EVM client for %s: %w", rawURL, err)
 	}
-	return &EVM{url: rawURL, c: c, hc: hc, retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}, nil
+	return &EVM{url: rawURL, c: c, hc: hc, answers: make(chan []byte, opts.Concurrency), retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}, nil
 }
 
 // Close releases the client.
@@ -197,11 +198,16 @@ type RawEVMBlock struct {
 	Block json.RawMessage
 	// Receipts is the result of eth_getBlockReceipts(n), verbatim.
 	Receipts json.RawMessage
+	// doc is Bytes() when Block and Receipts are slices of it.
+	doc []byte
 }
 
 // Bytes is the raw-block form the ingester stores:
 // {"block":<Block>,"receipts":<Receipts>}.
 func (b *RawEVMBlock) Bytes() []byte {
+	if b.doc != nil {
+		return b.doc
+	}
 	out := make([]byte, 0, len(b.Block)+len(b.Receipts)+24)
 	out = append(out, `{"block":`...)
 	out = append(out, b.Block...)
