@@ -3,7 +3,6 @@ package chains
 import (
 	"bufio"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -72,8 +71,7 @@ const (
 // writer), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
 // first), BENCH_FULL (the indexer as `permafrost index` wires it: with the
 // ICM log sink and the metrics rollups). Experiments for changes outside the
-// indexer: BENCH_ZSTD (raw blocks stored zstd-compressed), BENCH_BGCHECKPOINT
-// (WAL checkpoints on another connection instead of at commit).
+// indexer: BENCH_ZSTD (raw blocks stored zstd-compressed).
 func BenchmarkIngestEVM(b *testing.B) {
 	n := envInt(b, "BENCH_BLOCKS", 5000)
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
@@ -142,10 +140,6 @@ func BenchmarkIngestEVM(b *testing.B) {
 						}
 					}
 				}
-				stopCheckpointer := func() {}
-				if os.Getenv("BENCH_BGCHECKPOINT") != "" && strings.HasPrefix(dsn, "sqlite:") {
-					stopCheckpointer = startCheckpointer(b, db, strings.TrimPrefix(dsn, "sqlite:"))
-				}
 				var logw io.Writer = io.Discard
 				if os.Getenv("BENCH_LOG") != "" {
 					logw = os.Stderr
@@ -166,7 +160,6 @@ func BenchmarkIngestEVM(b *testing.B) {
 				}
 				wall += time.Since(start)
 				b.StopTimer()
-				stopCheckpointer()
 				cancel(nil)
 				cpu += cpuTime() - cpu0
 				written += writtenBytes() - io0
@@ -176,7 +169,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 					b.Fatalf("checkpoint %d (%v), want %d", h, err, n-1)
 				}
 				if strings.HasPrefix(dsn, "sqlite:") {
-					dbBytes += fileSize(strings.TrimPrefix(dsn, "sqlite:"))
+					// The WAL too: checkpoints run in the background and
+					// the last batches may not be copied back yet.
+					path := strings.TrimPrefix(dsn, "sqlite:")
+					dbBytes += fileSize(path) + fileSize(path+"-wal")
 				}
 				src.Close()
 			}
@@ -478,35 +474,3 @@ func (ix *zstdIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBloc
 	return ix.Indexer.Apply(ctx, tx, b)
 }
 
-// startCheckpointer moves WAL checkpoints off the writer (BENCH_BGCHECKPOINT):
-// the writer's connection stops checkpointing at commit, and another
-// connection checkpoints (PASSIVE: never blocking the writer) in a loop.
-func startCheckpointer(b *testing.B, db *store.DB, path string) func() {
-	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := db.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
-		b.Fatal(err)
-	}
-	c, err := sql.Open("sqlite3", "file:"+path+"?_journal_mode=WAL&_synchronous=NORMAL&_busy_timeout=10000")
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				c.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // retried next tick
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		c.Close()
-	}
-}

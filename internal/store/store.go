@@ -54,6 +54,7 @@ type DB struct {
 	write   *sql.DB
 	read    *sql.DB
 	dsn     string
+	ckpt    *checkpointer // file SQLite databases only
 }
 
 // ErrNotFound is returned by lookups that find no row.
@@ -96,7 +97,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 		common += "&_journal_mode=WAL&_synchronous=NORMAL"
 	}
 	// The writer gets the pragmas of a bulk writer (see writerPragmas).
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas()})
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + "&_txlock=immediate", pragmas: writerPragmas(!memory)})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
@@ -114,6 +115,10 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 		r.SetMaxOpenConns(8)
 		r.SetMaxIdleConns(8)
 		db.read = r
+		if db.ckpt, err = startCheckpointer(base + common); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if err := w.PingContext(ctx); err != nil {
 		db.Close()
@@ -156,7 +161,13 @@ func (db *DB) String() string { return redact(db.dsn) }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	err := db.write.Close()
+	var err error
+	if db.ckpt != nil {
+		err = db.ckpt.close()
+	}
+	if werr := db.write.Close(); err == nil {
+		err = werr
+	}
 	if db.read != db.write {
 		if rerr := db.read.Close(); err == nil {
 			err = rerr
@@ -281,10 +292,14 @@ func splitStatements(body string) []string {
 //   - temp_store=MEMORY: a multi-row INSERT that can fail halfway keeps a
 //     statement journal (the pages it changes, to undo just that statement);
 //     in a temp file, that was three quarters of the bytes SQLite wrote.
-func writerPragmas() []string {
-	return []string{
-		"PRAGMA temp_store = MEMORY",
+//   - wal_autocheckpoint (file databases): only a backstop; checkpoints run
+//     on the checkpointer's connection (see checkpointer).
+func writerPragmas(file bool) []string {
+	p := []string{"PRAGMA temp_store = MEMORY"}
+	if file {
+		p = append(p, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walBackstopPages))
 	}
+	return p
 }
 
 // sqliteConnector opens mattn/go-sqlite3 connections and runs pragmas the

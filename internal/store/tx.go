@@ -81,6 +81,9 @@ func (t *Tx) Commit() error {
 	if err := t.tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	if t.db.ckpt != nil {
+		t.db.ckpt.committed()
+	}
 	return nil
 }
 

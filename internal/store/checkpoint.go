@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// walBackstopPages is the writer's own wal_autocheckpoint: reached only when
+// the background checkpointer falls behind (e.g. long readers hold old
+// snapshots), so the WAL cannot grow without bound.
+const walBackstopPages = 100000 // 400 MB at 4 KB pages
+
+// checkpointer copies the WAL back into a file database on its own
+// connection, right after each commit (PASSIVE: it never blocks the writer or
+// readers). Left to the writer (SQLite's default, at commit once the WAL
+// holds 1,000 pages), every ingest batch's commit also paid for copying the
+// batch's pages into the database and its fsync, on the ingest's critical
+// path (docs/benchmarks.md "Ingestion").
+type checkpointer struct {
+	conn   *sql.DB
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startCheckpointer(dsn string) (*checkpointer, error) {
+	conn, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite checkpointer: %w", err)
+	}
+	conn.SetMaxOpenConns(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &checkpointer{conn: conn, kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go c.run(ctx)
+	return c, nil
+}
+
+func (c *checkpointer) run(ctx context.Context) {
+	defer close(c.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.kick:
+			// A busy or failed attempt is retried after the next commit; the
+			// writer's backstop bounds the WAL meanwhile.
+			_, _ = c.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+		}
+	}
+}
+
+// committed asks for a checkpoint; it never waits.
+func (c *checkpointer) committed() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *checkpointer) close() error {
+	c.cancel()
+	<-c.done
+	return c.conn.Close()
+}
