@@ -473,4 +473,3 @@ func (ix *zstdIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBloc
 	b.Bytes = ix.buf
 	return ix.Indexer.Apply(ctx, tx, b)
 }
-

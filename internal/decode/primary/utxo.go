@@ -150,11 +150,15 @@ func (w Writer) PutUTXO(ctx context.Context, tx *store.Tx, u *avax.UTXO, utxoByt
 	if err := tx.QueryRow(ctx, `SELECT consumed_tx FROM utxos WHERE utxo_id = $1`, utxoID).Scan(&consumed); err != nil {
 		return fmt.Errorf("primary: read back utxo %s: %w", utxoID, err)
 	}
+	// asset_id and reward_type are copied here for the data API's filtered
+	// listings (0015_utxo_address_filters.sql).
 	for _, a := range addrs {
-		if _, err := tx.Exec(ctx, `INSERT INTO utxo_addresses (address, chain_key, spent, created_time, amount, utxo_id)
-			VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (address, chain_key, utxo_id) DO UPDATE SET spent=excluded.spent,
-			created_time=excluded.created_time, amount=excluded.amount`,
-			a, c.ChainKey, consumed != "", c.Time, amount, utxoID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO utxo_addresses (address, chain_key, spent, created_time, amount, utxo_id,
+			asset_id, reward_type)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (address, chain_key, utxo_id) DO UPDATE SET spent=excluded.spent,
+			created_time=excluded.created_time, amount=excluded.amount, asset_id=excluded.asset_id,
+			reward_type=excluded.reward_type`,
+			a, c.ChainKey, consumed != "", c.Time, amount, utxoID, u.AssetID().String(), c.RewardType); err != nil {
 			return fmt.Errorf("primary: index utxo %s by address: %w", utxoID, err)
 		}
 	}

@@ -70,12 +70,21 @@ func TestUTXOQueriesUseIndexes(t *testing.T) {
 			{utxoFilter{includeSpent: true}, "utxo_addresses_any_time"},
 			{utxoFilter{includeSpent: true, desc: true, after: &utxoCursor{T: 5, ID: "x"}}, "utxo_addresses_any_time"},
 			{utxoFilter{includeSpent: true, byAmount: true}, "utxo_addresses_any_amount"},
+			// One asset of the address (0015): never its UTXOs of other assets.
+			{utxoFilter{assetID: "a"}, "utxo_addresses_x_asset_time"},
+			{utxoFilter{assetID: "a", desc: true, after: &utxoCursor{T: 5, ID: "x"}}, "utxo_addresses_x_asset_time"},
+			{utxoFilter{assetID: "a", byAmount: true, minAmount: 7}, "utxo_addresses_x_asset_amount"},
+			{utxoFilter{assetID: "a", includeSpent: true}, "utxo_addresses_x_asset_any_time"},
+			{utxoFilter{assetID: "a", includeSpent: true, byAmount: true, desc: true, after: &utxoCursor{A: pad(9), ID: "x"}},
+				"utxo_addresses_x_asset_any_amount"},
 		} {
 			c.f.chain, c.f.addrs, c.f.limit = "X", []string{"custom1abc"}, 11
 			q, args := c.f.sql()
 			p := plan(t, db, q, args...)
 			index := c.index
-			if db.Dialect() == store.Postgres {
+			if db.Dialect() == store.Postgres && c.f.assetID != "" {
+				index = "utxo_addresses_x_asset_"
+			} else if db.Dialect() == store.Postgres {
 				// On empty tables PostgreSQL may prefer the index without
 				// the spent column (filtering it); either walks in order.
 				index = "utxo_addresses_"
@@ -102,6 +111,29 @@ func TestUTXOQueriesOfSeveralAddresses(t *testing.T) {
 			sorts := strings.Count(p, "USE TEMP B-TREE FOR ORDER BY") + strings.Count(p, "->  Sort ")
 			if strings.Count(p, "utxo_addresses_") < 3 || sorts > 0 || strings.HasPrefix(p, "Sort ") {
 				t.Errorf("%+v: plan does not merge one index walk per address:\n%s\n%s", f, q, p)
+			}
+		}
+	})
+}
+
+// A page of rewards by address walks the address's reward UTXOs in order
+// (utxo_addresses_rewards), one walk per address: never the address's other
+// UTXOs, however many.
+func TestRewardQueriesUseIndexes(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for _, f := range []rewardFilter{
+			{},
+			{desc: true, after: &rewardCursor{T: 5, ID: "x"}},
+			{nodes: []string{"NodeID-a", "NodeID-b"}, after: &rewardCursor{T: 5, ID: "x"}},
+		} {
+			for _, addrs := range [][]string{{"custom1abc"}, {"custom1abc", "custom1def", "custom1ghi"}} {
+				f.addrs, f.limit = addrs, 11
+				q, args := f.sql()
+				p := plan(t, db, q, args...)
+				sorts := strings.Count(p, "USE TEMP B-TREE FOR ORDER BY") + strings.Count(p, "->  Sort ")
+				if strings.Count(p, "utxo_addresses_rewards") < len(addrs) || sorts > 0 || strings.HasPrefix(p, "Sort ") {
+					t.Errorf("%+v: plan does not walk utxo_addresses_rewards in order per address:\n%s\n%s", f, q, p)
+				}
 			}
 		}
 	})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
-	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Currencies is the CurrencyCode enumeration.
@@ -102,45 +101,20 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 	}
 	out := ListRewardsResponse{HistoricalRewards: []HistoricalReward{}}
 
-	var args []any
-	from := `utxos u`
-	where := `u.reward_type <> '' AND u.created_chain = 'P'`
-	// Rows per reward: one per listed address owning it (adjacent, skipped below).
-	fanout := 1
-	if len(addrs) > 0 {
-		// From the addresses' UTXOs to the small partial index of reward
-		// UTXOs (0014): probing utxos itself for each UTXO of a busy address
-		// took seconds.
-		from = `utxo_addresses ua JOIN utxos u`
-		if h.d.DB.Dialect() == store.SQLite {
-			from += ` INDEXED BY utxos_rewards_id` // SQLite would pick the primary key
-		}
-		from += ` ON u.utxo_id = ua.utxo_id`
-		where += ` AND ua.chain_key = 'P' AND ua.address IN (` + placeholders(len(args)+1, len(addrs)) + `)`
-		for _, a := range addrs {
-			args = append(args, a)
-		}
-		fanout = len(addrs)
-	}
-	if len(nodes) > 0 {
-		where += ` AND s.node_id IN (` + placeholders(len(args)+1, len(nodes)) + `)`
-		for _, n := range nodes {
-			args = append(args, n)
-		}
-	}
-	cmp, dir := ">", "ASC"
-	if order == "desc" {
-		cmp, dir = "<", "DESC"
-	}
+	f := rewardFilter{addrs: addrs, nodes: nodes, desc: order == "desc", limit: size + 1}
 	if has {
-		args = append(args, cur.T, cur.ID)
-		n := len(args)
-		where += fmt.Sprintf(` AND (u.created_time, u.utxo_id) %s ($%d, $%d)`, cmp, n-1, n)
+		f.after = &cur
 	}
+	keys, args := f.sql()
+	dir := "ASC"
+	if f.desc {
+		dir = "DESC"
+	}
+	// The page's keys first, then the rows of just those rewards.
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.utxo_id, u.created_time, u.output_index, u.asset_id, u.amount,
 		u.addresses, u.reward_type, s.tx_id, s.stake_amount, s.node_id, s.start_time, s.end_time, s.removal_tx_id
-		FROM `+from+` JOIN p_stakers s ON s.tx_id = u.tx_id WHERE `+where+`
-		ORDER BY u.created_time `+dir+`, u.utxo_id `+dir+` LIMIT `+strconv.Itoa((size+1)*fanout), args...)
+		FROM (`+keys+`) AS p JOIN utxos u ON u.utxo_id = p.id JOIN p_stakers s ON s.tx_id = u.tx_id
+		ORDER BY p.k `+dir+`, p.id `+dir, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list rewards: %w", err)
 	}
@@ -159,9 +133,6 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 		if err := rows.Scan(&x.UtxoID, &t, &x.OutputIndex, &asset, &amount, &addrJSON, &x.RewardType, &x.TxHash, &staked,
 			&x.NodeID, &x.StartTimestamp, &x.EndTimestamp, &x.RewardTxHash); err != nil {
 			return nil, fmt.Errorf("list rewards: %w", err)
-		}
-		if len(out.HistoricalRewards) > 0 && x.UtxoID == last.ID {
-			continue // the same reward, owned by another listed address
 		}
 		if len(out.HistoricalRewards) == size {
 			out.NextPageToken = h.encodeCursor(q, routeRewards, last)
@@ -197,4 +168,75 @@ func (h *handlers) listRewards(r *http.Request) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// rewardFilter is one page of historical rewards: reward UTXOs paid on the
+// P-chain for a staker tx in p_stakers, owned by one of addrs (if any) and
+// for one of nodes (if any), by (reward time, utxo id).
+type rewardFilter struct {
+	addrs []string
+	nodes []string
+	desc  bool
+	after *rewardCursor
+	limit int
+}
+
+// sql selects the page's (reward time k, utxo id) pairs. With addresses it
+// is, per address, one walk of its reward UTXOs in order in the partial
+// index utxo_addresses_rewards (0015), limited to the page and merged as
+// utxoFilter's walks are: a busy address's other UTXOs (100,000s) are never
+// read. Without, the reward UTXOs in order (0006's utxos_rewards), filtered
+// by node.
+func (f rewardFilter) sql() (string, []any) {
+	if len(f.addrs) == 0 {
+		return f.walk("", nil)
+	}
+	if len(f.addrs) == 1 {
+		return f.walk(f.addrs[0], nil)
+	}
+	var walks []string
+	var args []any
+	for _, a := range f.addrs {
+		var q string
+		q, args = f.walk(a, args)
+		walks = append(walks, q)
+	}
+	return mergeWalks(walks, f.desc, f.limit), args
+}
+
+// walk is the page of one address (or, with addr "", of all rewards),
+// numbering its parameters after args. The literal conditions
+// (reward_type <> ”, chain_key = 'P') imply the partial indexes' own, which
+// the planners need to see in the query.
+func (f rewardFilter) walk(addr string, args []any) (string, []any) {
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	var from, where, key, id string
+	if addr == "" {
+		from = `utxos u`
+		where = `u.reward_type <> '' AND u.created_chain = 'P'`
+		key, id = "u.created_time", "u.utxo_id"
+	} else {
+		from = `utxo_addresses ua JOIN utxos u ON u.utxo_id = ua.utxo_id`
+		where = `ua.address = ` + arg(addr) + ` AND ua.chain_key = 'P' AND ua.reward_type <> '' AND u.created_chain = 'P'`
+		key, id = "ua.created_time", "ua.utxo_id"
+	}
+	if len(f.nodes) > 0 {
+		var ph []string
+		for _, n := range f.nodes {
+			ph = append(ph, arg(n))
+		}
+		where += ` AND s.node_id IN (` + strings.Join(ph, ",") + `)`
+	}
+	cmp, dir := ">", "ASC"
+	if f.desc {
+		cmp, dir = "<", "DESC"
+	}
+	if f.after != nil {
+		where += fmt.Sprintf(` AND (%s, %s) %s (%s, %s)`, key, id, cmp, arg(f.after.T), arg(f.after.ID))
+	}
+	return `SELECT ` + key + ` AS k, ` + id + ` AS id FROM ` + from + ` JOIN p_stakers s ON s.tx_id = u.tx_id WHERE ` + where +
+		` ORDER BY ` + key + ` ` + dir + `, ` + id + ` ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
 }

@@ -207,28 +207,40 @@ type utxoFilter struct {
 
 // sql selects the page's (sort key, utxo id) pairs. Per address it walks
 // one index of utxo_addresses in order (0002: unspent by time or amount;
-// 0006: all by time or amount), and the keyset condition is a row-value
-// comparison, which both backends run as an index range. Several addresses
-// are one such walk each, limited to the page, merged: a single walk over
-// "address IN (...)" would sort every UTXO of every address first.
+// 0006: all by time or amount; 0015: the same within one X-chain asset),
+// and the keyset condition is a row-value comparison, which both backends
+// run as an index range. Several addresses are one such walk each, limited
+// to the page, merged: a single walk over "address IN (...)" would sort
+// every UTXO of every address first.
 func (f utxoFilter) sql() (string, []any) {
 	if len(f.addrs) == 1 {
 		return f.walk(f.addrs[0], nil, f.limit)
 	}
-	var parts []string
+	var walks []string
 	var args []any
-	for i, a := range f.addrs {
-		q, more := f.walk(a, args, f.limit)
-		parts = append(parts, `SELECT * FROM (`+q+`) AS a`+strconv.Itoa(i))
-		args = more
+	for _, a := range f.addrs {
+		var q string
+		q, args = f.walk(a, args, f.limit)
+		walks = append(walks, q)
+	}
+	return mergeWalks(walks, f.desc, f.limit), args
+}
+
+// mergeWalks merges per-address pages of (k, id) rows, each already in the
+// page's order and cut at limit, into the page: the first limit distinct
+// rows of their union. One address owns a UTXO once; several may share one
+// (multisig), hence DISTINCT.
+func mergeWalks(walks []string, desc bool, limit int) string {
+	parts := make([]string, len(walks))
+	for i, w := range walks {
+		parts[i] = `SELECT * FROM (` + w + `) AS a` + strconv.Itoa(i)
 	}
 	dir := "ASC"
-	if f.desc {
+	if desc {
 		dir = "DESC"
 	}
-	// One address owns a UTXO once; several may share one (multisig).
 	return `SELECT DISTINCT k, id FROM (` + strings.Join(parts, ` UNION ALL `) + `) AS m ORDER BY k ` + dir +
-		`, id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
+		`, id ` + dir + ` LIMIT ` + strconv.Itoa(limit)
 }
 
 // walk is the page of one address, numbering its parameters after args.
@@ -241,17 +253,23 @@ func (f utxoFilter) walk(addr string, args []any, limit int) (string, []any) {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	from := `utxo_addresses ua`
-	where := `ua.chain_key = ` + arg(f.chain) + ` AND ua.address = ` + arg(addr)
+	var where string
+	if f.assetID != "" && f.chain == "X" {
+		// 0015's indexes are partial (chain_key = 'X'): SQLite and
+		// PostgreSQL's generic plans use them only when the query itself
+		// says so, not through a parameter.
+		where = `ua.chain_key = 'X' AND ua.address = ` + arg(addr) + ` AND ua.asset_id = ` + arg(f.assetID)
+	} else {
+		where = `ua.chain_key = ` + arg(f.chain) + ` AND ua.address = ` + arg(addr)
+		if f.assetID != "" {
+			where += ` AND ua.asset_id = ` + arg(f.assetID)
+		}
+	}
 	if !f.includeSpent {
 		where += ` AND ua.spent = ` + arg(false)
 	}
 	if f.minAmount > 0 {
 		where += ` AND ua.amount >= ` + arg(pad(f.minAmount))
-	}
-	if f.assetID != "" {
-		from += ` JOIN utxos u ON u.utxo_id = ua.utxo_id`
-		where += ` AND u.asset_id = ` + arg(f.assetID)
 	}
 	cmp, dir := ">", "ASC"
 	if f.desc {
@@ -264,6 +282,6 @@ func (f utxoFilter) walk(addr string, args []any, limit int) (string, []any) {
 		}
 		where += fmt.Sprintf(` AND (%s, ua.utxo_id) %s (%s, %s)`, key, cmp, arg(k), arg(f.after.ID))
 	}
-	return `SELECT ` + key + ` AS k, ua.utxo_id AS id FROM ` + from + ` WHERE ` + where +
+	return `SELECT ` + key + ` AS k, ua.utxo_id AS id FROM utxo_addresses ua WHERE ` + where +
 		` ORDER BY ` + key + ` ` + dir + `, ua.utxo_id ` + dir + ` LIMIT ` + strconv.Itoa(limit), args
 }
