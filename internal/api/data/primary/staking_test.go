@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -244,6 +245,39 @@ func TestRewards(t *testing.T) {
 			check("address and beta", e.allRewards(t, url.Values{"addresses": {w.utxo.Addresses[0]}, "nodeIds": {beta}}, 3),
 				func(expected) bool { return false })
 		}
+		// Several addresses (one walk each, merged): the union, each reward
+		// once, in order, at every page size. The extra address owns none.
+		var owners []string
+		owned := map[string]bool{}
+		for _, w := range want {
+			for _, a := range w.utxo.Addresses {
+				if !owned[a] {
+					owned[a] = true
+					owners = append(owners, a)
+				}
+			}
+		}
+		sort.Strings(owners)
+		several := strings.Join(append(owners, "custom1js9jhzvc6j53vp53h8cutnrv4lt4292t58me5h"), ",")
+		for _, size := range []int{1, 2, 10} {
+			for _, order := range []string{"asc", "desc"} {
+				got := e.allRewards(t, url.Values{"addresses": {several}, "sortOrder": {order}}, size)
+				check(fmt.Sprintf("addresses %s, %s, pages of %d", several, order, size), got, all)
+				var keys []string
+				for _, g := range got {
+					keys = append(keys, fmt.Sprintf("%d|%s", e.blockTimeOf(t, g.RewardTxHash), g.UtxoID))
+				}
+				ordered := slices.IsSorted(keys)
+				if order == "desc" {
+					ordered = slices.IsSortedFunc(keys, func(a, b string) int { return strings.Compare(b, a) })
+				}
+				if !ordered || len(slices.Compact(slices.Clone(keys))) != len(keys) {
+					t.Errorf("addresses %s, %s: %v", several, order, keys)
+				}
+			}
+		}
+		check("addresses and alpha", e.allRewards(t, url.Values{"addresses": {several}, "nodeIds": {alpha}}, 2),
+			func(w expected) bool { return w.staker.NodeID == alpha })
 		// Orders: newest first by default, asc on request; ties by utxo id.
 		for _, order := range []string{"", "asc", "desc"} {
 			q := url.Values{"nodeIds": {alpha}}

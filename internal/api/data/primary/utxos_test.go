@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -491,6 +492,44 @@ func TestUTXOFilters(t *testing.T) {
 				}
 			}
 		}
+		// assetId with includeSpent and the amount order (each their own
+		// index, 0015): the address's listing of that asset, in order.
+		for asset := range map[string]bool{e.net.AvaxAssetID: true, e.net.CreatedAssets["variableCap_DVC"]: true} {
+			for _, c := range []struct {
+				q   url.Values
+				key func(u utxoOut) string
+			}{
+				{url.Values{"includeSpent": {"true"}}, func(u utxoOut) string { return fmt.Sprintf("%020d|%s", u.time(), u.UtxoID) }},
+				{url.Values{"includeSpent": {"true"}, "sortBy": {"amount"}, "sortOrder": {"desc"}}, func(u utxoOut) string { return pad20(u.amount()) + "|" + u.UtxoID }},
+				{url.Values{"sortBy": {"amount"}}, func(u utxoOut) string { return pad20(u.amount()) + "|" + u.UtxoID }},
+			} {
+				q := url.Values{"addresses": {alice}, "assetId": {asset}}
+				for k, v := range c.q {
+					q[k] = v
+				}
+				var want []string
+				from := unspent
+				if c.q.Get("includeSpent") == "true" {
+					from = all
+				}
+				for _, u := range from {
+					if u.Asset.AssetID == asset {
+						want = append(want, c.key(u))
+					}
+				}
+				sort.Strings(want)
+				if c.q.Get("sortOrder") == "desc" {
+					slices.Reverse(want)
+				}
+				var got []string
+				for _, u := range e.allUTXOs(t, utxosURL("x-chain", q), 2) {
+					got = append(got, c.key(u))
+				}
+				if len(want) == 0 || !slices.Equal(got, want) {
+					t.Errorf("%v:\n got %v\nwant %v", q, got, want)
+				}
+			}
+		}
 		// Several addresses: the union, each UTXO once (a 2-of-2 output of
 		// carol and dave belongs to both).
 		carol, dave := "X-custom1w98xaclyc635teqmegl22hn756zrlu26x2u7mz", "custom1s38hv6retq3p0tfqthhglkgc84gjzxv6zf7fzv"
@@ -514,6 +553,23 @@ func TestUTXOFilters(t *testing.T) {
 		}
 		if len(seen) != len(union) || shared == 0 {
 			t.Errorf("two addresses: %d utxos, union %d, shared %d", len(seen), len(union), shared)
+		}
+		// ... and with assetId: the union's UTXOs of that asset.
+		for _, u := range both {
+			if u.Asset.AssetID != e.net.AvaxAssetID {
+				delete(seen, u.UtxoID)
+			}
+		}
+		bothAVAX := e.allUTXOs(t, utxosURL("x-chain", url.Values{"addresses": {carol + "," + dave}, "includeSpent": {"true"},
+			"assetId": {e.net.AvaxAssetID}}), 2)
+		for _, u := range bothAVAX {
+			if !seen[u.UtxoID] {
+				t.Errorf("two addresses, AVAX: %s repeated, foreign or of another asset", u.UtxoID)
+			}
+			delete(seen, u.UtxoID)
+		}
+		if len(seen) != 0 || len(bothAVAX) == 0 {
+			t.Errorf("two addresses, AVAX: %d listed, %d missing", len(bothAVAX), len(seen))
 		}
 		// The node's two-address answer is the same set (unspent).
 		var nodeTwo []nodeUTXO
