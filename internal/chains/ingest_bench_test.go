@@ -77,13 +77,13 @@ func BenchmarkIngestEVM(b *testing.B) {
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
 	rpcBatch := envInt(b, "BENCH_RPC_BATCH", benchRPCBatch)
 	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
-	url := startNode(b, n)
+	url, nodePID := startNode(b, n)
 	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
 	full := os.Getenv("BENCH_FULL") != ""
 
 	for _, backend := range storetest.Backends {
 		b.Run(backend, func(b *testing.B) {
-			var wall, cpu, server time.Duration
+			var wall, cpu, server, nodeCPU time.Duration
 			var written int64
 			var dbBytes int64
 			resetPeakRSS()
@@ -153,6 +153,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				srv := newServerCPU(b, db)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
+				node0 := pidCPU(nodePID)
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(ctx); err != nil || context.Cause(ctx) != nil {
@@ -171,6 +172,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				}
 				cancel(nil)
 				cpu += cpuTime() - cpu0
+				nodeCPU += pidCPU(nodePID) - node0
 				written += writtenBytes() - io0
 				server += srv.used()
 				stopProfile()
@@ -188,6 +190,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 			b.ReportMetric(blocks*benchTxPerBlock/wall.Seconds(), "txs/s")
 			b.ReportMetric(blocks/cpu.Seconds(), "blocks/cpu-s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peakRSS_MB")
+			b.ReportMetric(float64(nodeCPU.Microseconds())/1000/blocks, "node_cpu_ms/block")
 			if backend == "postgres" {
 				b.ReportMetric(server.Seconds()/per, "server_cpu_s")
 				b.ReportMetric(blocks/(cpu+server).Seconds(), "blocks/total-cpu-s")
@@ -237,7 +240,7 @@ func envInt(b *testing.B, name string, def int) int {
 // startNode starts this test binary as the JSON-RPC node serving blocks
 // 0..n-1 of the generator's chain, and returns its URL. The child exits when
 // its stdin closes (at the end of the benchmark, or if this process dies).
-func startNode(b *testing.B, n int) string {
+func startNode(b *testing.B, n int) (url string, pid int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
@@ -260,7 +263,16 @@ func startNode(b *testing.B, n int) string {
 	if err != nil {
 		b.Fatalf("node: %v", err)
 	}
-	return "http://" + strings.TrimSpace(line)
+	return "http://" + strings.TrimSpace(line), cmd.Process.Pid
+}
+
+// pidCPU is a process's CPU time so far (user + system).
+func pidCPU(pid int) time.Duration {
+	st, ok := procStat(pid)
+	if !ok {
+		return 0
+	}
+	return time.Duration(st.self) * time.Second / 100 // USER_HZ
 }
 
 // runNode is the node process: it generates the blocks, serves them on a

@@ -205,9 +205,9 @@ func (f rewardFilter) sql() (string, []any) {
 }
 
 // walk is the page of one address (or, with addr "", of all rewards),
-// numbering its parameters after args. The literal conditions
-// (reward_type <> ”, chain_key = 'P') imply the partial indexes' own, which
-// the planners need to see in the query.
+// numbering its parameters after args. The conditions on reward_type and
+// chain_key are literals: they imply the partial indexes' own, which the
+// planners need to see in the query itself.
 func (f rewardFilter) walk(addr string, args []any) (string, []any) {
 	arg := func(v any) string {
 		args = append(args, v)
