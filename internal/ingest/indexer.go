@@ -26,3 +26,31 @@ type Indexer interface {
 	// and replay the stored raw blocks.
 	DerivedTables() []string
 }
+
+// Batcher is an Indexer that defers part of its writes to the end of a batch
+// (blocks written in one transaction), to write once per key what every block
+// of the batch changed: rollup counters, holder counts.
+type Batcher interface {
+	// Flush writes what Apply deferred since the last Flush or Discard. It is
+	// called once per batch, inside the batch's transaction, after the last
+	// Apply and before the checkpoint.
+	Flush(ctx context.Context, tx *store.Tx) error
+	// Discard forgets what Apply deferred: the batch's transaction is being
+	// abandoned (it will be applied again).
+	Discard()
+}
+
+// Flush runs ix's Flush if it is a Batcher.
+func Flush(ctx context.Context, ix Indexer, tx *store.Tx) error {
+	if b, ok := ix.(Batcher); ok {
+		return b.Flush(ctx, tx)
+	}
+	return nil
+}
+
+// Discard runs ix's Discard if it is a Batcher.
+func Discard(ix Indexer) {
+	if b, ok := ix.(Batcher); ok {
+		b.Discard()
+	}
+}

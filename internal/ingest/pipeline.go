@@ -285,7 +285,13 @@ func (p *Pipeline) write(ctx context.Context, c Chain, blocks []RawBlock, tip ui
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	committed := false
+	defer func() {
+		if !committed {
+			tx.Rollback() //nolint:errcheck // the batch's error is the one to report
+			Discard(c.Indexer)
+		}
+	}()
 	for _, b := range blocks {
 		if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1,$2,$3,$4,$5)`,
 			c.Key, int64(b.Height), b.Hash, b.Timestamp, b.Bytes); err != nil {
@@ -295,11 +301,18 @@ func (p *Pipeline) write(ctx context.Context, c Chain, blocks []RawBlock, tip ui
 			return fmt.Errorf("index block %d: %w", b.Height, err)
 		}
 	}
+	if err := Flush(ctx, c.Indexer, tx); err != nil {
+		return fmt.Errorf("index blocks %d..%d: %w", blocks[0].Height, blocks[len(blocks)-1].Height, err)
+	}
 	last := blocks[len(blocks)-1]
 	if err := SetCheckpoint(ctx, tx, c.Key, last, tip); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	committed = true
+	return nil
 }
 
 // SetCheckpoint records the last indexed block of a chain inside tx.

@@ -131,3 +131,65 @@ func TestReindexRebuildsFromRaw(t *testing.T) {
 		}
 	})
 }
+
+// sumIndexer defers its one write per batch: the count of blocks applied
+// since the last Flush, added to a single counter row.
+type sumIndexer struct {
+	rowIndexer
+	pending, flushes, discards int
+}
+
+func (ix *sumIndexer) Apply(ctx context.Context, tx *store.Tx, b RawBlock) error {
+	if err := ix.rowIndexer.Apply(ctx, tx, b); err != nil {
+		return err
+	}
+	ix.pending++
+	return nil
+}
+
+func (ix *sumIndexer) Flush(ctx context.Context, tx *store.Tx) error {
+	_, err := tx.Exec(ctx, `INSERT INTO test_sum (k, n) VALUES (1, $1) ON CONFLICT (k) DO UPDATE SET n = test_sum.n + excluded.n`, ix.pending)
+	ix.pending = 0
+	ix.flushes++
+	return err
+}
+
+func (ix *sumIndexer) Discard() { ix.pending = 0; ix.discards++ }
+
+func (ix *sumIndexer) DerivedTables() []string { return []string{"test_rows", "test_sum"} }
+
+// A Batcher's deferred writes land once per committed batch: an abandoned
+// batch (a block fails to index) is discarded, then applied again.
+func TestPipelineFlushesBatches(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, q := range []string{`CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`, `CREATE TABLE test_sum (k INTEGER PRIMARY KEY, n BIGINT NOT NULL)`} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ix := &sumIndexer{}
+		ix.failAt.Store(77)
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", NetworkID: 1, Source: &flakySource{tip: 200}, Indexer: ix, BatchSize: 16}
+		opts := Options{UntilTip: true, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}
+		if err := New(db, []Chain{chain}, opts, log).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT n FROM test_sum`).Scan(&n); err != nil || n != 201 {
+			t.Fatalf("sum = %d, %v; want 201", n, err)
+		}
+		if ix.discards != 1 || ix.flushes < 201/16 {
+			t.Fatalf("%d discards, %d flushes", ix.discards, ix.flushes)
+		}
+		// Reindex (which empties the derived tables first) flushes too.
+		if err := Reindex(ctx, db, []Chain{chain}, 8, log); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT n FROM test_sum`).Scan(&n); err != nil || n != 201 {
+			t.Fatalf("sum after reindex = %d, %v; want 201", n, err)
+		}
+	})
+}

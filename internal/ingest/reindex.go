@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Reindex rebuilds every derived table from the stored raw blocks, without
@@ -56,23 +58,35 @@ func Reindex(ctx context.Context, db storeDB, chains []Chain, batch int, log *sl
 			if err != nil {
 				return err
 			}
-			for _, b := range blocks {
-				if int64(b.Height) != next {
-					tx.Rollback()
-					return fmt.Errorf("reindex %s: raw block %d missing", c.Key, next)
-				}
-				if err := c.Indexer.Apply(ctx, tx, b); err != nil {
-					tx.Rollback()
-					return fmt.Errorf("reindex %s: block %d: %w", c.Key, b.Height, err)
-				}
-				next++
+			if err := reapply(ctx, tx, c, blocks, next); err != nil {
+				tx.Rollback()
+				Discard(c.Indexer)
+				return err
 			}
+			next += int64(len(blocks))
 			if err := tx.Commit(); err != nil {
 				return err
 			}
 			total += len(blocks)
 		}
 		log.Info("reindex: chain done", "chain", c.Key, "blocks", total)
+	}
+	return nil
+}
+
+// reapply indexes stored blocks again, from height next on, inside tx.
+func reapply(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock, next int64) error {
+	for _, b := range blocks {
+		if int64(b.Height) != next {
+			return fmt.Errorf("reindex %s: raw block %d missing", c.Key, next)
+		}
+		if err := c.Indexer.Apply(ctx, tx, b); err != nil {
+			return fmt.Errorf("reindex %s: block %d: %w", c.Key, b.Height, err)
+		}
+		next++
+	}
+	if err := Flush(ctx, c.Indexer, tx); err != nil {
+		return fmt.Errorf("reindex %s: %w", c.Key, err)
 	}
 	return nil
 }

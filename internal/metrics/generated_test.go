@@ -81,6 +81,9 @@ func TestRollupGeneratedChain(t *testing.T) {
 					t.Fatalf("block %d: %v", b.Height, err)
 				}
 			}
+			if err := ingest.Flush(ctx, ix, tx); err != nil {
+				t.Fatal(err)
+			}
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}

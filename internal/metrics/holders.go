@@ -27,11 +27,11 @@ const selBlockNFTTransfers = `SELECT token, from_addr, to_addr FROM evm_transfer
 
 type pair struct{ token, holder string }
 
-// holderWriter recomputes, after each EVM block, the token count of every
-// (contract, holder) pair the block's NFT transfers touched, from the EVM
+// holderWriter recomputes, after each batch of EVM blocks, the token count of
+// every (contract, holder) pair the blocks' NFT transfers touched, from the EVM
 // indexer's current balances (evm_token_balances: ERC-721 counts per holder,
 // ERC-1155 balances per id), and keeps metrics_nft_holders and the
-// per-contract totals in step. A handful of statements per block, whatever
+// per-contract totals in step. A handful of statements per batch, whatever
 // the number of transfers.
 type holderWriter struct {
 	mu      sync.Mutex
@@ -42,18 +42,35 @@ type holderWriter struct {
 	queries map[string]string
 }
 
-func (w *holderWriter) apply(ctx context.Context, tx *store.Tx, chain string, height int64) error {
+// touch notes the (contract, holder) pairs of the block's NFT transfers, for
+// the next flush.
+func (w *holderWriter) touch(ctx context.Context, tx *store.Tx, chain string, height int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.index == nil {
 		w.index = map[pair]int{}
 		w.queries = map[string]string{}
 	}
+	return w.touched(ctx, tx, chain, height)
+}
+
+// discard forgets the pairs noted since the last flush.
+func (w *holderWriter) discard() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	clear(w.index)
 	w.pairs = w.pairs[:0]
-	if err := w.touched(ctx, tx, chain, height); err != nil {
-		return err
-	}
+}
+
+// flush recomputes the noted pairs from the current balances and writes
+// what changed, once per pair however many blocks touched it.
+func (w *holderWriter) flush(ctx context.Context, tx *store.Tx, chain string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	defer func() {
+		clear(w.index)
+		w.pairs = w.pairs[:0]
+	}()
 	if len(w.pairs) == 0 {
 		return nil
 	}

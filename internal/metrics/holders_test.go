@@ -234,6 +234,9 @@ func TestHolderRollupScripted(t *testing.T) {
 				tx.Rollback()
 				t.Fatalf("block %d: %v", h, err)
 			}
+			if err := ingest.Flush(ctx, ix, tx); err != nil {
+				t.Fatal(err)
+			}
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/ingest"
@@ -41,16 +42,52 @@ func WithClock(now func() time.Time) Option {
 // Rollup is an ingest.Indexer that runs inner and then adds the block to the
 // metrics rollups: its transaction count to the hourly and daily buckets of
 // its timestamp, the chain's span, and (EVM chains) the NFT holder counts
-// its token transfers changed.
+// its token transfers changed. It is an ingest.Batcher: the rollup rows are
+// written once per batch (Flush), whatever the number of blocks in it.
 type Rollup struct {
-	chain string
-	kind  string
-	inner ingest.Indexer
-	now   func() time.Time
-	nft   holderWriter
+	chain   string
+	kind    string
+	inner   ingest.Indexer
+	now     func() time.Time
+	nft     holderWriter
+	pending pendingCounts
 }
 
-var _ ingest.Indexer = (*Rollup)(nil)
+// pendingCounts are the rollup changes of the blocks applied since the last
+// Flush.
+type pendingCounts struct {
+	hourly, daily map[int64]int64 // bucket start -> transactions
+	blocks        int
+	first, tip    int64 // block times
+	height        int64 // last block's height
+}
+
+func (p *pendingCounts) add(ts, n, height int64) {
+	if p.hourly == nil {
+		p.hourly, p.daily = map[int64]int64{}, map[int64]int64{}
+	}
+	p.hourly[Hour.Floor(ts)] += n
+	p.daily[Day.Floor(ts)] += n
+	if p.blocks == 0 || ts < p.first {
+		p.first = ts
+	}
+	if p.blocks == 0 || ts > p.tip {
+		p.tip = ts
+	}
+	p.height = height
+	p.blocks++
+}
+
+func (p *pendingCounts) reset() {
+	clear(p.hourly)
+	clear(p.daily)
+	p.blocks = 0
+}
+
+var (
+	_ ingest.Indexer = (*Rollup)(nil)
+	_ ingest.Batcher = (*Rollup)(nil)
+)
 
 // WithRollup wraps the indexer of chain chainKey of kind (P, X or EVM):
 //
@@ -93,14 +130,15 @@ const (
 	upDaily = `INSERT INTO metrics_tx_daily (chain_key, bucket, tx_count) VALUES ($1, $2, $3)
 		ON CONFLICT (chain_key, bucket) DO UPDATE SET tx_count = metrics_tx_daily.tx_count + excluded.tx_count`
 	// CASE rather than LEAST/GREATEST or min/max: the one form both backends have.
-	upChain = `INSERT INTO metrics_chains (chain_key, first_time, tip_time, tip_height, updated_at) VALUES ($1, $2, $2, $3, $4)
+	upChain = `INSERT INTO metrics_chains (chain_key, first_time, tip_time, tip_height, updated_at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (chain_key) DO UPDATE SET
 		first_time = CASE WHEN excluded.first_time < metrics_chains.first_time THEN excluded.first_time ELSE metrics_chains.first_time END,
 		tip_time = CASE WHEN excluded.tip_time > metrics_chains.tip_time THEN excluded.tip_time ELSE metrics_chains.tip_time END,
 		tip_height = excluded.tip_height, updated_at = excluded.updated_at`
 )
 
-// Apply indexes b with the inner indexer, then updates the rollups in the same tx.
+// Apply indexes b with the inner indexer, then notes its rollup changes
+// (written by Flush, in the same transaction).
 func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
 	if err := r.inner.Apply(ctx, tx, b); err != nil {
 		return err
@@ -122,19 +160,63 @@ func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) err
 	if err != nil {
 		return fmt.Errorf("metrics %s: block %d: read block row: %w", r.chain, b.Height, err)
 	}
-	if _, err := tx.Exec(ctx, upHourly, r.chain, Hour.Floor(ts), n); err != nil {
-		return fmt.Errorf("metrics %s: block %d: hourly rollup: %w", r.chain, b.Height, err)
-	}
-	if _, err := tx.Exec(ctx, upDaily, r.chain, Day.Floor(ts), n); err != nil {
-		return fmt.Errorf("metrics %s: block %d: daily rollup: %w", r.chain, b.Height, err)
-	}
-	if _, err := tx.Exec(ctx, upChain, r.chain, ts, int64(b.Height), r.now().Unix()); err != nil {
-		return fmt.Errorf("metrics %s: block %d: chain span: %w", r.chain, b.Height, err)
-	}
+	r.pending.add(ts, n, int64(b.Height))
 	if r.kind == KindEVM {
-		if err := r.nft.apply(ctx, tx, r.chain, int64(b.Height)); err != nil {
+		if err := r.nft.touch(ctx, tx, r.chain, int64(b.Height)); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, b.Height, err)
 		}
 	}
 	return nil
+}
+
+// Flush writes the inner indexer's deferred rows, then the rollup changes of
+// the blocks applied since the last Flush: one upsert per hour and day
+// bucket, one for the chain's span, and the holder counts of the (contract,
+// holder) pairs those blocks touched, recomputed from the balances at the end
+// of the batch.
+func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
+	if err := ingest.Flush(ctx, r.inner, tx); err != nil {
+		return err
+	}
+	defer r.pending.reset()
+	p := &r.pending
+	if p.blocks == 0 {
+		return nil
+	}
+	for _, bucket := range sortedKeys(p.hourly) {
+		if _, err := tx.Exec(ctx, upHourly, r.chain, bucket, p.hourly[bucket]); err != nil {
+			return fmt.Errorf("metrics %s: hourly rollup: %w", r.chain, err)
+		}
+	}
+	for _, bucket := range sortedKeys(p.daily) {
+		if _, err := tx.Exec(ctx, upDaily, r.chain, bucket, p.daily[bucket]); err != nil {
+			return fmt.Errorf("metrics %s: daily rollup: %w", r.chain, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, upChain, r.chain, p.first, p.tip, p.height, r.now().Unix()); err != nil {
+		return fmt.Errorf("metrics %s: block %d: chain span: %w", r.chain, p.height, err)
+	}
+	if r.kind == KindEVM {
+		if err := r.nft.flush(ctx, tx, r.chain); err != nil {
+			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, p.height, err)
+		}
+	}
+	return nil
+}
+
+// Discard forgets the changes of the blocks applied since the last Flush
+// (their transaction is abandoned), and the inner indexer's.
+func (r *Rollup) Discard() {
+	r.pending.reset()
+	r.nft.discard()
+	ingest.Discard(r.inner)
+}
+
+func sortedKeys(m map[int64]int64) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
