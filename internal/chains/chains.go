@@ -5,12 +5,15 @@ package chains
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/constants"
@@ -117,9 +120,9 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	}
 	set.Chains = append(set.Chains,
 		ingest.Chain{Key: "P", Kind: "P", BlockchainID: constants.PlatformChainID.String(), NetworkID: networkID, Name: "P-Chain",
-			Source: &ingest.PSource{Node: node, Workers: workers}, Indexer: pIx, BatchSize: o.BatchSize},
+			Source: &ingest.PSource{Node: node, Workers: workers, Wrappers: wrappers(ctx, node, "P", o.Log)}, Indexer: pIx, BatchSize: o.BatchSize},
 		ingest.Chain{Key: "X", Kind: "X", BlockchainID: xTx.ID().String(), NetworkID: networkID, Name: "X-Chain",
-			Source: &ingest.XSource{Node: node, Workers: workers}, Indexer: xIx, BatchSize: o.BatchSize},
+			Source: &ingest.XSource{Node: node, Workers: workers, Wrappers: wrappers(ctx, node, "X", o.Log)}, Indexer: xIx, BatchSize: o.BatchSize},
 	)
 	atomic, err := catomic.New(g, o.Log)
 	if err != nil {
@@ -159,6 +162,50 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 		c.Indexer = metrics.WithRollup(c.Key, c.Kind, c.Indexer)
 	}
 	return set, nil
+}
+
+// wrappers returns the proposervm wrapper lookup of chain (P or X) when the
+// node serves its index API (avalanchego --index-enabled), or nil: the blocks
+// are then indexed without proposer details.
+func wrappers(ctx context.Context, node *source.Avalanche, chain string, log *slog.Logger) *ingest.Wrappers {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := node.IndexLastAccepted(ctx, chain)
+	var he *source.HTTPError
+	var re *source.RPCError
+	switch {
+	case err == nil, errors.As(err, &re): // an empty index answers an error, but it is there
+		log.Info("chains: node has a block index; proposer details are indexed", "chain", chain)
+		return ingest.NewWrappers(chain, nodeIndex{node: node, chain: chain}, log)
+	case errors.As(err, &he) && he.StatusCode == http.StatusNotFound:
+		log.Info("chains: node has no block index (avalanchego --index-enabled); blocks are indexed without proposer details", "chain", chain)
+	default:
+		log.Warn("chains: block index unreachable; blocks are indexed without proposer details", "chain", chain, "err", err)
+	}
+	return nil
+}
+
+// nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.
+type nodeIndex struct {
+	node  *source.Avalanche
+	chain string
+}
+
+func (n nodeIndex) Last(ctx context.Context) (uint64, []byte, error) {
+	c, err := n.node.IndexLastAccepted(ctx, n.chain)
+	return c.Index, c.Bytes, err
+}
+
+func (n nodeIndex) Range(ctx context.Context, start uint64, count int) ([][]byte, error) {
+	cs, err := n.node.IndexContainers(ctx, n.chain, start, count)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(cs))
+	for i, c := range cs {
+		out[i] = c.Bytes
+	}
+	return out, nil
 }
 
 type evmChain struct {

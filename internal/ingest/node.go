@@ -60,8 +60,10 @@ func fetchParallel(ctx context.Context, from, to uint64, workers int, get func(c
 type PSource struct {
 	Node    avalancheNode
 	Workers int
-	mu      sync.Mutex
-	last    int64 // last timestamp seen: option and Apricot blocks carry none
+	// Wrappers, when set, swaps blocks for their proposervm wrappers.
+	Wrappers *Wrappers
+	mu       sync.Mutex
+	last     int64 // last timestamp seen: option and Apricot blocks carry none
 }
 
 func (s *PSource) Tip(ctx context.Context) (uint64, error) { return s.Node.PHeight(ctx) }
@@ -83,6 +85,13 @@ func (s *PSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error
 	if err != nil {
 		return nil, err
 	}
+	s.Wrappers.attach(ctx, blocks, func(b []byte) (uint64, error) {
+		blk, err := pblock.Parse(pblock.GenesisCodec, b)
+		if err != nil {
+			return 0, err
+		}
+		return blk.Height(), nil
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range blocks {
@@ -98,9 +107,11 @@ func (s *PSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error
 type XSource struct {
 	Node    avalancheNode
 	Workers int
-	parser  block.Parser
-	once    sync.Once
-	err     error
+	// Wrappers, when set, swaps blocks for their proposervm wrappers.
+	Wrappers *Wrappers
+	parser   block.Parser
+	once     sync.Once
+	err      error
 }
 
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
@@ -112,7 +123,7 @@ func (s *XSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error
 	if s.err != nil {
 		return nil, fmt.Errorf("x-chain parser: %w", s.err)
 	}
-	return fetchParallel(ctx, from, to, max(s.Workers, 1), func(ctx context.Context, h uint64) (RawBlock, error) {
+	blocks, err := fetchParallel(ctx, from, to, max(s.Workers, 1), func(ctx context.Context, h uint64) (RawBlock, error) {
 		b, err := s.Node.XBlockByHeight(ctx, h)
 		if err != nil {
 			return RawBlock{}, err
@@ -123,4 +134,15 @@ func (s *XSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error
 		}
 		return rb, nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	s.Wrappers.attach(ctx, blocks, func(b []byte) (uint64, error) {
+		blk, err := s.parser.ParseGenesisBlock(b)
+		if err != nil {
+			return 0, err
+		}
+		return blk.Height(), nil
+	})
+	return blocks, nil
 }

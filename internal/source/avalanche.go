@@ -14,6 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/api"
 	"github.com/ava-labs/avalanchego/api/info"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/indexer"
 	"github.com/ava-labs/avalanchego/utils/formatting"
 	"github.com/ava-labs/avalanchego/utils/hashing"
 	avajson "github.com/ava-labs/avalanchego/utils/json"
@@ -340,4 +341,85 @@ func fromAvalanchego(err error) error {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return err
+}
+
+// IndexedContainer is one accepted block as the node's index API serves it
+// (avalanchego --index-enabled): for P and X, the proposervm wrapper around
+// the chain's block.
+type IndexedContainer struct {
+	Index uint64
+	ID    ids.ID
+	Bytes []byte
+}
+
+// indexPath is the index API of chain's blocks.
+func indexPath(chain string) (string, error) {
+	switch chain {
+	case "P", "X", "C":
+		return "/ext/index/" + chain + "/block", nil
+	}
+	return "", fmt.Errorf("source: no block index for chain %q", chain)
+}
+
+// IndexLastAccepted returns the last block the node's index holds for chain
+// (P, X or C). A node without the index API answers HTTP 404.
+func (a *Avalanche) IndexLastAccepted(ctx context.Context, chain string) (IndexedContainer, error) {
+	path, err := indexPath(chain)
+	if err != nil {
+		return IndexedContainer{}, err
+	}
+	args := &indexer.GetLastAcceptedArgs{Encoding: formatting.Hex}
+	return RetryValue(ctx, a.retry, "index.getLastAccepted("+chain+")", func(ctx context.Context) (IndexedContainer, error) {
+		var res indexer.FormattedContainer
+		if err := a.send(ctx, path, "index.getLastAccepted", args, &res); err != nil {
+			return IndexedContainer{}, err
+		}
+		return indexedContainer(res)
+	})
+}
+
+// IndexContainers returns up to n (at most indexer.MaxFetchedByRange) blocks
+// of chain's index from position start on, fewer at the end of the index.
+func (a *Avalanche) IndexContainers(ctx context.Context, chain string, start uint64, n int) ([]IndexedContainer, error) {
+	path, err := indexPath(chain)
+	if err != nil {
+		return nil, err
+	}
+	if n < 1 || n > indexer.MaxFetchedByRange {
+		return nil, fmt.Errorf("source: %d containers: want 1..%d", n, indexer.MaxFetchedByRange)
+	}
+	args := &indexer.GetContainerRangeArgs{StartIndex: avajson.Uint64(start), NumToFetch: avajson.Uint64(n), Encoding: formatting.Hex}
+	name := fmt.Sprintf("index.getContainerRange(%s, %d, %d)", chain, start, n)
+	return RetryValue(ctx, a.retry, name, func(ctx context.Context) ([]IndexedContainer, error) {
+		var res indexer.GetContainerRangeResponse
+		if err := a.send(ctx, path, "index.getContainerRange", args, &res); err != nil {
+			return nil, err
+		}
+		if len(res.Containers) > n {
+			return nil, fmt.Errorf("%w: %d containers, asked %d", ErrMalformed, len(res.Containers), n)
+		}
+		out := make([]IndexedContainer, len(res.Containers))
+		for i, fc := range res.Containers {
+			c, err := indexedContainer(fc)
+			if err != nil {
+				return nil, err
+			}
+			if c.Index != start+uint64(i) {
+				return nil, fmt.Errorf("%w: container %d of the range has index %d, want %d", ErrInconsistent, i, c.Index, start+uint64(i))
+			}
+			out[i] = c
+		}
+		return out, nil
+	})
+}
+
+func indexedContainer(fc indexer.FormattedContainer) (IndexedContainer, error) {
+	b, err := decodeHex(fc.Encoding, fc.Bytes)
+	if err != nil {
+		return IndexedContainer{}, err
+	}
+	if id := ids.ID(hashing.ComputeHash256Array(b)); id != fc.ID {
+		return IndexedContainer{}, fmt.Errorf("%w: container bytes hash to %s, node says %s", ErrInconsistent, id, fc.ID)
+	}
+	return IndexedContainer{Index: uint64(fc.Index), ID: fc.ID, Bytes: b}, nil
 }

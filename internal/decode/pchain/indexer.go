@@ -31,6 +31,7 @@ import (
 	validatorfee "github.com/ava-labs/avalanchego/vms/platformvm/validators/fee"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/primary"
+	"github.com/permafrost-dev/permafrost/internal/decode/proposervm"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -170,10 +171,16 @@ type blockCtx struct {
 	seq    int // L1 history order within the block
 	burned uint64
 	gas    gas.Gas
+	prop   *proposervm.Details // the block's proposervm wrapper, when the source had it
 }
 
 // Apply indexes one P block. Height 0 also loads the genesis state.
 func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	inner, prop, err := proposervm.Unwrap(b.Bytes, b.Hash)
+	if err != nil {
+		return fmt.Errorf("pchain: height %d: %w", b.Height, err)
+	}
+	b.Bytes = inner
 	blk, err := block.Parse(block.Codec, b.Bytes)
 	if err != nil {
 		if b.Height == 0 {
@@ -187,7 +194,7 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) e
 	if b.Hash != "" && b.Hash != blk.ID().String() {
 		return fmt.Errorf("pchain: block at height %d hashes to %s, source says %s", b.Height, blk.ID(), b.Hash)
 	}
-	bc := &blockCtx{height: blk.Height(), blockID: blk.ID(), eff: blk.Height()}
+	bc := &blockCtx{height: blk.Height(), blockID: blk.ID(), eff: blk.Height(), prop: prop}
 
 	if b.Height == 0 {
 		if blk.Parent() != ix.g.ID() {
@@ -319,11 +326,13 @@ func (ix *Indexer) finishBlock(ctx context.Context, tx *store.Tx, bc *blockCtx, 
 	} else if bc.height > 0 {
 		ts = bc.st.Time
 	}
+	propID, propParent, propNode, propPHeight, propTime := bc.prop.Row()
 	if _, err := tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
-		tx_count, tx_ids, size_bytes, current_supply, l1_validators_accrued_fees, active_l1_validators)
-		VALUES ('P',$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)`,
+		tx_count, tx_ids, size_bytes, current_supply, l1_validators_accrued_fees, active_l1_validators,
+		proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp)
+		VALUES ('P',$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)`,
 		int64(bc.height), bc.blockID.String(), blk.Parent().String(), ts, typ, len(all), jsonString(txIDs), size,
-		fmt.Sprint(bc.st.Supply), accrued, active); err != nil {
+		fmt.Sprint(bc.st.Supply), accrued, active, propID, propParent, propNode, propPHeight, propTime); err != nil {
 		return fmt.Errorf("pchain: insert block %d: %w", bc.height, err)
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO p_block_state (height, block_id, chain_time, current_supply, fee_capacity,

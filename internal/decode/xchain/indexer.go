@@ -30,6 +30,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
 	"github.com/permafrost-dev/permafrost/internal/decode/primary"
+	"github.com/permafrost-dev/permafrost/internal/decode/proposervm"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -89,6 +90,11 @@ func (ix *Indexer) DerivedTables() []string { return primary.DerivedTables }
 
 // Apply indexes one X block; at height 0 it also loads the genesis assets.
 func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	inner, prop, err := proposervm.Unwrap(b.Bytes, b.Hash)
+	if err != nil {
+		return fmt.Errorf("xchain: height %d: %w", b.Height, err)
+	}
+	b.Bytes = inner
 	blk, err := DecodeBlock(ix.parser, b.Bytes)
 	if err != nil {
 		return fmt.Errorf("xchain: height %d: %w", b.Height, err)
@@ -105,13 +111,17 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) e
 		txIDs[i] = t.ID.String()
 	}
 	txIDsJSON, _ := json.Marshal(txIDs)
+	propID, propParent, propNode, propPHeight, propTime := prop.Row()
 	if _, err := tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
-		tx_count, tx_ids, size_bytes) VALUES ('X',$1,$2,$3,$4,$5,$6,$7,$8)
+		tx_count, tx_ids, size_bytes, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp)
+		VALUES ('X',$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)
 		ON CONFLICT (chain_key, height) DO UPDATE SET block_id=excluded.block_id, parent_id=excluded.parent_id,
 		timestamp=excluded.timestamp, block_type=excluded.block_type, tx_count=excluded.tx_count, tx_ids=excluded.tx_ids,
-		size_bytes=excluded.size_bytes`,
+		size_bytes=excluded.size_bytes, proposer_id=excluded.proposer_id, proposer_parent_id=excluded.proposer_parent_id,
+		proposer_node_id=excluded.proposer_node_id, proposer_p_height=excluded.proposer_p_height,
+		proposer_timestamp=excluded.proposer_timestamp`,
 		int64(blk.Height), blk.ID.String(), blk.ParentID.String(), ts, "StandardBlock", len(blk.Txs),
-		string(txIDsJSON), blk.Size); err != nil {
+		string(txIDsJSON), blk.Size, propID, propParent, propNode, propPHeight, propTime); err != nil {
 		return fmt.Errorf("xchain: put block %d: %w", blk.Height, err)
 	}
 	if blk.Height == 0 {
