@@ -213,6 +213,9 @@ func (db *DB) Migrate(ctx context.Context) error {
 	sort.Strings(names)
 	for _, name := range names {
 		base := filepath.Base(name)
+		if !db.dialect.owns(base) {
+			continue
+		}
 		var one int
 		err := db.write.QueryRowContext(ctx, `SELECT 1 FROM schema_migrations WHERE name = $1`, base).Scan(&one)
 		if err == nil {
@@ -230,6 +233,19 @@ func (db *DB) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// owns reports whether a migration file applies to this backend: NAME.sql to
+// both, NAME.postgres.sql or NAME.sqlite.sql to that backend only (settings
+// that exist on one side alone, such as TOAST compression).
+func (d Dialect) owns(file string) bool {
+	switch {
+	case strings.HasSuffix(file, ".postgres.sql"):
+		return d == Postgres
+	case strings.HasSuffix(file, ".sqlite.sql"):
+		return d == SQLite
+	}
+	return true
 }
 
 func (db *DB) applyMigration(ctx context.Context, name, body string) error {
