@@ -116,23 +116,10 @@ func (s *Scanner) Str() ([]byte, error) {
 
 // Object walks an object; fn gets each key and must consume its value.
 func (s *Scanner) Object(fn func(key []byte) error) error {
-	c, err := s.Peek()
-	if err != nil {
-		return err
-	}
-	if c != '{' {
-		return s.Errorf("want object, got %q", c)
-	}
-	s.pos++
-	if c, err := s.Peek(); err != nil {
-		return err
-	} else if c == '}' {
-		s.pos++
-		return nil
-	}
-	for {
-		key, err := s.Str()
-		if err != nil {
+	more, err := s.open('{', '}')
+	for err == nil && more {
+		var key []byte
+		if key, err = s.Str(); err != nil {
 			return err
 		}
 		if c, err := s.Peek(); err != nil {
@@ -141,59 +128,64 @@ func (s *Scanner) Object(fn func(key []byte) error) error {
 			return s.Errorf("want ':' after key %q", key)
 		}
 		s.pos++
-		if err := fn(key); err != nil {
-			return err
-		}
-		c, err := s.Peek()
-		if err != nil {
-			return err
-		}
-		switch c {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return nil
-		default:
-			return s.Errorf("want ',' or '}', got %q", c)
+		if err = fn(key); err == nil {
+			more, err = s.next('}')
 		}
 	}
+	return err
 }
 
 // Array walks an array; fn is called once per element and must consume it.
 func (s *Scanner) Array(fn func(i int) error) error {
+	more, err := s.open('[', ']')
+	for i := 0; err == nil && more; i++ {
+		if err = fn(i); err == nil {
+			more, err = s.next(']')
+		}
+	}
+	return err
+}
+
+// open consumes the opening bracket of an object or array, and its closing
+// one too when it is empty (more is false then).
+func (s *Scanner) open(open, close byte) (more bool, err error) {
 	c, err := s.Peek()
 	if err != nil {
-		return err
+		return false, err
 	}
-	if c != '[' {
-		return s.Errorf("want array, got %q", c)
+	if c != open {
+		kind := "object"
+		if open == '[' {
+			kind = "array"
+		}
+		return false, s.Errorf("want %s, got %q", kind, c)
 	}
 	s.pos++
 	if c, err := s.Peek(); err != nil {
-		return err
-	} else if c == ']' {
+		return false, err
+	} else if c == close {
 		s.pos++
-		return nil
+		return false, nil
 	}
-	for i := 0; ; i++ {
-		if err := fn(i); err != nil {
-			return err
-		}
-		c, err := s.Peek()
-		if err != nil {
-			return err
-		}
-		switch c {
-		case ',':
-			s.pos++
-		case ']':
-			s.pos++
-			return nil
-		default:
-			return s.Errorf("want ',' or ']', got %q", c)
-		}
+	return true, nil
+}
+
+// next consumes what follows a member or element: ',' (more is true) or the
+// closing bracket.
+func (s *Scanner) next(close byte) (more bool, err error) {
+	c, err := s.Peek()
+	if err != nil {
+		return false, err
 	}
+	switch c {
+	case ',':
+		s.pos++
+		return true, nil
+	case close:
+		s.pos++
+		return false, nil
+	}
+	return false, s.Errorf("want ',' or '%c', got %q", close, c)
 }
 
 // Raw consumes any value, validating it, and returns its bytes (aliasing

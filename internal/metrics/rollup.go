@@ -13,6 +13,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -183,12 +184,12 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 	if p.blocks == 0 {
 		return nil
 	}
-	for _, bucket := range sortedKeys(p.hourly) {
+	for _, bucket := range slices.Sorted(maps.Keys(p.hourly)) {
 		if _, err := tx.Exec(ctx, upHourly, r.chain, bucket, p.hourly[bucket]); err != nil {
 			return fmt.Errorf("metrics %s: hourly rollup: %w", r.chain, err)
 		}
 	}
-	for _, bucket := range sortedKeys(p.daily) {
+	for _, bucket := range slices.Sorted(maps.Keys(p.daily)) {
 		if _, err := tx.Exec(ctx, upDaily, r.chain, bucket, p.daily[bucket]); err != nil {
 			return fmt.Errorf("metrics %s: daily rollup: %w", r.chain, err)
 		}
@@ -210,13 +211,4 @@ func (r *Rollup) Discard() {
 	r.pending.reset()
 	r.nft.discard()
 	ingest.Discard(r.inner)
-}
-
-func sortedKeys(m map[int64]int64) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
