@@ -12,6 +12,7 @@ import (
 	"github.com/ava-labs/avalanchego/vms/components/avax"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 
+	"github.com/permafrost-dev/permafrost/internal/decode/catomic"
 	"github.com/permafrost-dev/permafrost/internal/decode/primary"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -229,7 +230,9 @@ func (e *executor) ExportTx(tx *txs.ExportTx) error {
 	if err := e.spendAndPay(&tx.BaseTx); err != nil {
 		return err
 	}
-	c := e.created("TRANSFER")
+	// Exported outputs (secp256k1fx transfers) are listed on X or C, in
+	// their vocabulary: "transfer", as the outputs those chains make.
+	c := e.created(catomic.UTXOTypeTransfer)
 	c.ChainKey = e.ix.chainKey(tx.DestinationChain)
 	if _, ok := e.ix.chainKeys[tx.DestinationChain]; !ok {
 		e.ix.Log.Warn("pchain: export to an unknown chain", "tx", e.id, "chain", tx.DestinationChain)
