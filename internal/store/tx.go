@@ -3,7 +3,11 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Tx is one write transaction. Ingestion writes a batch of blocks and the
@@ -70,6 +74,60 @@ func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		return t.tx.QueryRowContext(ctx, q, args...)
 	}
 	return s.QueryRowContext(ctx, args...)
+}
+
+// Pgx runs fn with the pgx connection under the transaction (PostgreSQL
+// only), for what database/sql cannot express: COPY, pipelined batches.
+func (t *Tx) Pgx(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	if t.db.dialect != Postgres {
+		return errors.New("store: no pgx connection under a SQLite transaction")
+	}
+	// pgx's stdlib driver passes Exec arguments through, and pgx calls a
+	// QueryRewriter first argument with its *pgx.Conn: fn runs there, then
+	// the empty statement ";".
+	if _, err := t.tx.ExecContext(ctx, ";", pgxCall(fn)); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
+}
+
+type pgxCall func(ctx context.Context, conn *pgx.Conn) error
+
+func (f pgxCall) RewriteQuery(ctx context.Context, conn *pgx.Conn, sql string, args []any) (string, []any, error) {
+	if err := f(ctx, conn); err != nil {
+		return "", nil, err
+	}
+	return sql, args, nil
+}
+
+// CopyFrom loads rows into table's columns: one COPY on PostgreSQL, one
+// prepared INSERT per row on SQLite (in-process: no round trips to save).
+func (t *Tx) CopyFrom(ctx context.Context, table string, cols []string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if t.db.dialect == Postgres {
+		return t.Pgx(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+			if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("copy into %s: %w", table, err)
+			}
+			return nil
+		})
+	}
+	q := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ("
+	for i := range cols {
+		if i > 0 {
+			q += ", "
+		}
+		q += fmt.Sprintf("$%d", i+1)
+	}
+	q += ")"
+	for _, r := range rows {
+		if _, err := t.Exec(ctx, q, r...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SQL exposes the underlying transaction for code that needs database/sql directly.

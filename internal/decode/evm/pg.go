@@ -62,9 +62,8 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets [12]*rowSet) er
 		}
 		return br.Close()
 	}
-	// The batch needs the pgx connection under the database/sql transaction:
-	// pgx hands it to a QueryRewriter passed as the first argument of Exec.
-	if _, err := tx.SQL().ExecContext(ctx, ";", pgxCall(run)); err != nil {
+	// The batch needs the pgx connection under the database/sql transaction.
+	if err := tx.Pgx(ctx, run); err != nil {
 		return fmt.Errorf("evm: write block: %w", err)
 	}
 	return nil
@@ -161,17 +160,4 @@ func (p *pgWriter) blob(n int) [][]byte {
 	p.blobs[p.nb] = s
 	p.nb++
 	return s
-}
-
-// pgxCall runs a function with the pgx connection of a database/sql
-// connection (pgx's stdlib driver passes Exec arguments through, and pgx
-// calls a QueryRewriter first argument with its *pgx.Conn), then lets the
-// statement (";", an empty query) run.
-type pgxCall func(ctx context.Context, conn *pgx.Conn) error
-
-func (f pgxCall) RewriteQuery(ctx context.Context, conn *pgx.Conn, sql string, args []any) (string, []any, error) {
-	if err := f(ctx, conn); err != nil {
-		return "", nil, err
-	}
-	return sql, args, nil
 }
