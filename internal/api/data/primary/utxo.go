@@ -148,32 +148,6 @@ func queryUTXOs(ctx context.Context, db *store.DB, q string, args ...any) ([]*ut
 	return out, nil
 }
 
-// utxosByID loads UTXOs by id, in the order of ids.
-func utxosByID(ctx context.Context, db *store.DB, ids []string) ([]*utxoRow, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := queryUTXOs(ctx, db, `SELECT `+utxoColumns+` FROM utxos WHERE utxo_id IN (`+placeholders(1, len(ids))+`)`, args...)
-	if err != nil {
-		return nil, err
-	}
-	by := make(map[string]*utxoRow, len(rows))
-	for _, u := range rows {
-		by[u.ID] = u
-	}
-	out := make([]*utxoRow, 0, len(ids))
-	for _, id := range ids {
-		if u, ok := by[id]; ok {
-			out = append(out, u)
-		}
-	}
-	return out, nil
-}
-
 // unpad turns a stored 20-digit amount into its decimal form.
 func unpad(s string) string {
 	t := strings.TrimLeft(s, "0")
