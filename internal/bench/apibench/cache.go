@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 // Cache holds the generated databases between runs: Dir/sqlite/ (the
@@ -188,7 +188,7 @@ func (p *pgCluster) dsn() string {
 }
 
 func startCluster(ctx context.Context, dir string) (*pgCluster, error) {
-	bin, err := pgBinDir()
+	bin, err := storetest.PGBinDir()
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func startCluster(ctx context.Context, dir string) (*pgCluster, error) {
 	if _, err := os.Stat(filepath.Join(data, "postmaster.pid")); err == nil {
 		_ = p.run(ctx, "pg_ctl", "-D", data, "-m", "fast", "-w", "stop").Run()
 	}
-	if p.port, err = freePort(); err != nil {
+	if p.port, err = storetest.FreePort(); err != nil {
 		return nil, err
 	}
 	// The throwaway test cluster's settings (storetest), and a cache size
@@ -257,27 +257,4 @@ func (p *pgCluster) createDB(ctx context.Context) error {
 func (p *pgCluster) stop() {
 	// Not tied to the run's context: the server must stop even after a cancel.
 	_ = p.run(context.Background(), "pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop").Run()
-}
-
-func pgBinDir() (string, error) {
-	if p, err := exec.LookPath("pg_ctl"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Dir(real), nil
-		}
-		return filepath.Dir(p), nil
-	}
-	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-	if len(matches) > 0 {
-		return filepath.Dir(matches[len(matches)-1]), nil
-	}
-	return "", fmt.Errorf("PostgreSQL binaries (initdb, pg_ctl) not found; install postgresql")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -64,7 +64,7 @@ func RemoveAtExit(dir string) {
 // directory on a free loopback port. As root, the server runs as the
 // "postgres" user (PostgreSQL refuses to run as root).
 func StartCluster() (*Cluster, error) {
-	bin, err := pgBinDir()
+	bin, err := PGBinDir()
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func StartCluster() (*Cluster, error) {
 		return nil, fmt.Errorf("storetest: initdb: %w\n%s", err, out)
 	}
 	for attempt := 0; attempt < 5; attempt++ {
-		c.port, err = freePort()
+		c.port, err = FreePort()
 		if err != nil {
 			break
 		}
@@ -199,7 +199,9 @@ func ForEachBackend(t *testing.T, body func(t *testing.T, db *store.DB)) {
 	}
 }
 
-func pgBinDir() (string, error) {
+// PGBinDir is the directory of the PostgreSQL server binaries (initdb,
+// pg_ctl, postgres): from PATH, else the newest /usr/lib/postgresql/*/bin.
+func PGBinDir() (string, error) {
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			return filepath.Dir(real), nil
@@ -213,7 +215,8 @@ func pgBinDir() (string, error) {
 	return "", fmt.Errorf("storetest: PostgreSQL binaries (initdb, pg_ctl) not found; install postgresql")
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
