@@ -46,19 +46,19 @@ func IsHex(h []byte) bool {
 func Uint64(field string, b []byte) (uint64, error) {
 	h, ok := Trim0x(b)
 	if !ok || len(h) == 0 {
-		return 0, fmt.Errorf("%s: %q is not a 0x quantity", field, Abbrev(b))
+		return 0, fmt.Errorf("%s: %q is not a 0x quantity", field, abbrev(b))
 	}
 	for len(h) > 1 && h[0] == '0' {
 		h = h[1:]
 	}
 	if len(h) > 16 {
-		return 0, fmt.Errorf("%s: %q exceeds 64 bits", field, Abbrev(b))
+		return 0, fmt.Errorf("%s: %q exceeds 64 bits", field, abbrev(b))
 	}
 	var v uint64
 	for _, c := range h {
 		d, ok := unhexDigit(c)
 		if !ok {
-			return 0, fmt.Errorf("%s: %q is not hex", field, Abbrev(b))
+			return 0, fmt.Errorf("%s: %q is not hex", field, abbrev(b))
 		}
 		v = v<<4 | uint64(d)
 	}
@@ -72,13 +72,13 @@ func Uint64(field string, b []byte) (uint64, error) {
 func Big(field string, b []byte, dst *big.Int) error {
 	h, ok := Trim0x(b)
 	if !ok || len(h) == 0 {
-		return fmt.Errorf("%s: %q is not a 0x quantity", field, Abbrev(b))
+		return fmt.Errorf("%s: %q is not a 0x quantity", field, abbrev(b))
 	}
 	for len(h) > 1 && h[0] == '0' {
 		h = h[1:]
 	}
 	if len(h) > 64 {
-		return fmt.Errorf("%s: %q exceeds 256 bits", field, Abbrev(b))
+		return fmt.Errorf("%s: %q exceeds 256 bits", field, abbrev(b))
 	}
 	if len(h) <= 16 {
 		var v uint64
@@ -116,7 +116,7 @@ func Big(field string, b []byte, dst *big.Int) error {
 func FixedHex(field string, b []byte, dst []byte) error {
 	h, ok := Trim0x(b)
 	if !ok || len(h) != 2*len(dst) {
-		return fmt.Errorf("%s: %q is not 0x + %d hex digits", field, Abbrev(b), 2*len(dst))
+		return fmt.Errorf("%s: %q is not 0x + %d hex digits", field, abbrev(b), 2*len(dst))
 	}
 	if _, err := hex.Decode(dst, h); err != nil {
 		return fmt.Errorf("%s: %q: %w", field, b, err)
@@ -142,7 +142,7 @@ func Hash(field string, b []byte) (common.Hash, error) {
 func Bytes(field string, b []byte, dst []byte) ([]byte, error) {
 	h, ok := Trim0x(b)
 	if !ok || len(h)%2 != 0 {
-		return dst[:0], fmt.Errorf("%s: %q is not 0x-hex bytes", field, Abbrev(b))
+		return dst[:0], fmt.Errorf("%s: %q is not 0x-hex bytes", field, abbrev(b))
 	}
 	n := len(h) / 2
 	if cap(dst) < n {
@@ -155,8 +155,8 @@ func Bytes(field string, b []byte, dst []byte) ([]byte, error) {
 	return dst, nil
 }
 
-// Abbrev shortens b for an error message.
-func Abbrev(b []byte) []byte {
+// abbrev shortens b for an error message.
+func abbrev(b []byte) []byte {
 	if len(b) > 80 {
 		return b[:80]
 	}

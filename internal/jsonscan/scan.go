@@ -32,9 +32,6 @@ type Scanner struct {
 // New returns a Scanner over b.
 func New(b []byte) *Scanner { return &Scanner{buf: b} }
 
-// Pos is the offset of the next unread byte.
-func (s *Scanner) Pos() int { return s.pos }
-
 // Errorf is an error at the current offset.
 func (s *Scanner) Errorf(format string, args ...any) error {
 	return fmt.Errorf("json at offset %d: %s", s.pos, fmt.Sprintf(format, args...))
