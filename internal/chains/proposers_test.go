@@ -1,6 +1,7 @@
 package chains_test
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -9,7 +10,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +24,7 @@ import (
 	avajson "github.com/ava-labs/avalanchego/utils/json"
 	"github.com/ava-labs/avalanchego/vms/proposervm/block"
 
+	"github.com/permafrost-dev/permafrost/internal/api/platform"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
@@ -189,6 +193,30 @@ func TestProposerDetailsFromBlockIndex(t *testing.T) {
 		if err := ingest.New(db, px, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
+		// platform.getBlockByHeight still answers the inner block, not the
+		// stored wrapper.
+		rpc, err := platform.New(platform.Deps{DB: db, Genesis: set.Genesis, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []uint64{1, 5, 20} {
+			req := httptest.NewRequest(http.MethodPost, "/ext/bc/P", strings.NewReader(fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":1,"method":"platform.getBlockByHeight","params":{"height":"%d","encoding":"hex"}}`, h)))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			rpc.ServeHTTP(rec, req)
+			var res struct {
+				Result struct{ Block string } `json:"result"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+				t.Fatalf("height %d: %v: %s", h, err, rec.Body)
+			}
+			got, err := formatting.Decode(formatting.Hex, res.Result.Block)
+			if err != nil || !bytes.Equal(got, pInner[h]) {
+				t.Errorf("platform.getBlockByHeight(%d) is not the inner block (%v): %.200s", h, err, rec.Body)
+			}
+		}
+
 		for chain, want := range map[string]map[uint64]wantProposer{"P": pWant, "X": xWant} {
 			rows, err := db.QueryContext(ctx, `SELECT height, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height,
 				proposer_timestamp FROM px_blocks WHERE chain_key = $1 ORDER BY height`, chain)

@@ -21,6 +21,8 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 
 	safemath "github.com/ava-labs/avalanchego/utils/math"
+
+	"github.com/permafrost-dev/permafrost/internal/decode/proposervm"
 )
 
 // errNotIndexed: nothing of the P-chain is indexed yet.
@@ -108,7 +110,13 @@ func (s *Service) blockAt(ctx context.Context, h uint64) (ids.ID, []byte, error)
 	if err != nil {
 		return ids.Empty, nil, fmt.Errorf("stored block id %q at %d: %w", hash, h, err)
 	}
-	return id, body, nil
+	// Stored as the node's index served it when it could: the proposervm
+	// wrapper, whose inner block is what platform.getBlock answers.
+	inner, _, err := proposervm.Unwrap(body, hash)
+	if err != nil {
+		return ids.Empty, nil, fmt.Errorf("raw P block %d: %w", h, err)
+	}
+	return id, inner, nil
 }
 
 // blockByID returns the codec bytes of an indexed P block.
