@@ -135,7 +135,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	}
 	for _, c := range evmChains {
 		cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: o.Log,
-			Logs: icmSink{ix: icmIx, chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
+			Logs: ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
 		if c.key == "C" {
 			alloc, err := cAlloc(g)
 			if err != nil {
@@ -273,16 +273,17 @@ func (ad atomicAdapter) ApplyAtomic(ctx context.Context, tx *store.Tx, height ui
 	return out, nil
 }
 
-// icmSink feeds an EVM chain's logs to the ICM indexer.
-type icmSink struct {
-	ix    *icm.Indexer
-	chain icm.ChainInfo
+// ICMSink feeds an EVM chain's logs to the ICM indexer (the EVM indexer's
+// LogSink): the logs of the Teleporter messengers it watches, per block.
+type ICMSink struct {
+	Indexer *icm.Indexer
+	Chain   icm.ChainInfo
 }
 
-func (s icmSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, t int64, logs []evm.Log) error {
+func (s ICMSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, t int64, logs []evm.Log) error {
 	var want []icm.Log
 	for _, l := range logs {
-		if s.ix.Wants(s.chain.Key, l.Address) {
+		if s.Indexer.Wants(s.Chain.Key, l.Address) {
 			want = append(want, icm.Log{Address: l.Address, Topics: l.Topics, Data: l.Data, LogIndex: l.LogIndex,
 				TxHash: l.TxHash, TxIndex: l.TxIndex, TxFrom: l.TxFrom, TxGasUsed: l.TxGasUsed})
 		}
@@ -290,10 +291,10 @@ func (s icmSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, has
 	if len(want) == 0 {
 		return nil
 	}
-	return s.ix.ApplyLogs(ctx, tx, s.chain, icm.BlockInfo{Number: number, Hash: hash, Time: t}, want)
+	return s.Indexer.ApplyLogs(ctx, tx, s.Chain, icm.BlockInfo{Number: number, Hash: hash, Time: t}, want)
 }
 
-func (s icmSink) DerivedTables() []string { return s.ix.DerivedTables() }
+func (s ICMSink) DerivedTables() []string { return s.Indexer.DerivedTables() }
 
 // EVMSource adapts the EVM client to the pipeline.
 type EVMSource struct{ EVM *source.EVM }

@@ -109,7 +109,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					cfg.Logs = icmSink{ix: icmIx, chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
+					cfg.Logs = ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
 				}
 				var ix ingest.Indexer
 				ix, err = evm.NewIndexer(cfg)

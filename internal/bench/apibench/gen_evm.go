@@ -14,10 +14,10 @@ import (
 	"github.com/ava-labs/libevm/common"
 	"github.com/ava-labs/libevm/crypto"
 
+	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
 	"github.com/permafrost-dev/permafrost/internal/decode/icm"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
-	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // The EVM chain is internal/decode/evm's Generator (native, ERC-20 and
@@ -288,29 +288,6 @@ func firstContracts(body []byte) []common.Address {
 	}
 }
 
-// icmSink feeds the EVM indexer's logs to the ICM indexer, as serve does
-// (internal/chains).
-type icmSink struct {
-	ix    *icm.Indexer
-	chain icm.ChainInfo
-}
-
-func (s icmSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, t int64, logs []evm.Log) error {
-	var want []icm.Log
-	for _, l := range logs {
-		if s.ix.Wants(s.chain.Key, l.Address) {
-			want = append(want, icm.Log{Address: l.Address, Topics: l.Topics, Data: l.Data, LogIndex: l.LogIndex,
-				TxHash: l.TxHash, TxIndex: l.TxIndex, TxFrom: l.TxFrom, TxGasUsed: l.TxGasUsed})
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	return s.ix.ApplyLogs(ctx, tx, s.chain, icm.BlockInfo{Number: number, Hash: hash, Time: t}, want)
-}
-
-func (s icmSink) DerivedTables() []string { return s.ix.DerivedTables() }
-
 // generateEVM indexes the C-chain.
 func (g *generator) generateEVM(ctx context.Context) error {
 	gen := evm.NewGenerator(g.cfg.Seed, g.cfg.TxPerBlock)
@@ -321,7 +298,7 @@ func (g *generator) generateEVM(ctx context.Context) error {
 		return err
 	}
 	ix, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: alloc, Logger: g.quiet,
-		Logs: icmSink{ix: icmIx, chain: icm.ChainInfo{Key: "C", BlockchainID: cID, EVMChainID: evmChainID}}})
+		Logs: chains.ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", BlockchainID: cID, EVMChainID: evmChainID}}})
 	if err != nil {
 		return err
 	}
