@@ -235,6 +235,36 @@ func ErrorMessage(body []byte) string {
 	return strings.Join(arr, "; ")
 }
 
+// DecodeOK requires a 200 answer to target and decodes body into out
+// (numbers as json.Number).
+func DecodeOK(t testing.TB, target string, code int, body []byte, out any) {
+	t.Helper()
+	if code != http.StatusOK {
+		t.Fatalf("%s: %d %s", target, code, body)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(out); err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+}
+
+// WantError requires the answer to target to have status want and an
+// ErrorBody message naming every one of names.
+func WantError(t testing.TB, target string, code int, body []byte, want int, names ...string) {
+	t.Helper()
+	if code != want {
+		t.Errorf("%s: status %d (%s), want %d", target, code, body, want)
+		return
+	}
+	msg := ErrorMessage(body)
+	for _, n := range names {
+		if !strings.Contains(msg, n) {
+			t.Errorf("%s: message %q does not name %q", target, msg, n)
+		}
+	}
+}
+
 func clip(b []byte) string {
 	if len(b) > 2000 {
 		return string(b[:2000]) + "..."

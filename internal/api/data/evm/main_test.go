@@ -65,33 +65,14 @@ func (e *env) do(t testing.TB, path string) (int, []byte) {
 func (e *env) ok(t testing.TB, path string, out any) {
 	t.Helper()
 	code, body := e.do(t, path)
-	if code != 200 {
-		t.Fatalf("%s: %d %s", path, code, body)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	apitest.DecodeOK(t, path, code, body, out)
 }
 
 // fails requires status code and a message containing every want.
 func (e *env) fails(t testing.TB, path string, code int, want ...string) {
 	t.Helper()
 	got, body := e.do(t, path)
-	var eb struct {
-		Message string `json:"message"`
-	}
-	_ = json.Unmarshal(body, &eb)
-	if got != code {
-		t.Errorf("%s: status %d (%s), want %d", path, got, body, code)
-		return
-	}
-	for _, w := range want {
-		if !strings.Contains(eb.Message, w) {
-			t.Errorf("%s: message %q does not name %q", path, eb.Message, w)
-		}
-	}
+	apitest.WantError(t, path, got, body, code, want...)
 }
 
 // ---- the recording ----

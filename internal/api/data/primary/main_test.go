@@ -1,7 +1,6 @@
 package primary_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -84,30 +83,14 @@ func (e *env) get(t testing.TB, target string) (int, []byte) {
 func (e *env) ok(t testing.TB, target string, out any) {
 	t.Helper()
 	code, body := e.get(t, target)
-	if code != 200 {
-		t.Fatalf("GET %s: %d %s", target, code, body)
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(out); err != nil {
-		t.Fatalf("GET %s: %v", target, err)
-	}
+	apitest.DecodeOK(t, "GET "+target, code, body, out)
 }
 
 // fails requires status code and a message containing every want.
 func (e *env) fails(t testing.TB, target string, code int, want ...string) {
 	t.Helper()
 	got, body := e.get(t, target)
-	if got != code {
-		t.Errorf("GET %s: status %d (%s), want %d", target, got, body, code)
-		return
-	}
-	msg := apitest.ErrorMessage(body)
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("GET %s: message %q does not name %q", target, msg, w)
-		}
-	}
+	apitest.WantError(t, "GET "+target, got, body, code, want...)
 }
 
 // walk follows nextPageToken from first (a target with its query) with
