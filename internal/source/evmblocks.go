@@ -217,7 +217,7 @@ func splitBatch(body []byte, n int) ([]batchResult, error) {
 	} else if c != '[' {
 		// A node refusing the whole batch answers one error object.
 		var one batchResult
-		if err := one.parse(s); err == nil && one.err != nil {
+		if _, err := one.parseWithID(s); err == nil && one.err != nil {
 			return nil, fmt.Errorf("%w: batch refused: %w", ErrMalformed, one.err)
 		}
 		return nil, fmt.Errorf("%w: batch answer is not an array", ErrMalformed)
@@ -247,11 +247,6 @@ func splitBatch(body []byte, n int) ([]batchResult, error) {
 		}
 	}
 	return out, nil
-}
-
-func (r *batchResult) parse(s *jsonscan.Scanner) error {
-	_, err := r.parseWithID(s)
-	return err
 }
 
 // parseWithID reads one response object; its id must be a non-negative
