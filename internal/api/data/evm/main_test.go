@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/big"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -73,6 +74,31 @@ func (e *env) fails(t testing.TB, path string, code int, want ...string) {
 	t.Helper()
 	got, body := e.do(t, path)
 	apitest.WantError(t, path, got, body, code, want...)
+}
+
+// allPages follows nextPageToken from path to the end (at most 200 pages)
+// and returns every page's items; page splits a decoded answer into its
+// items and its nextPageToken.
+func allPages[L, I any](t *testing.T, e *env, path string, page func(L) ([]I, string)) []I {
+	t.Helper()
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	var out []I
+	p := path
+	for i := 0; i < 200; i++ {
+		var l L
+		e.ok(t, p, &l)
+		items, next := page(l)
+		out = append(out, items...)
+		if next == "" {
+			return out
+		}
+		p = path + sep + "pageToken=" + url.QueryEscape(next)
+	}
+	t.Fatalf("%s: too many pages", path)
+	return nil
 }
 
 // ---- the recording ----

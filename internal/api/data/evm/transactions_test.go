@@ -3,7 +3,6 @@ package evm_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -126,27 +125,6 @@ func recordedTxs(t *testing.T, e *env) (txs []nativeTx, involved map[string][]st
 	return txs, involved
 }
 
-func nativeAll(t *testing.T, e *env, path string) []nativeTx {
-	t.Helper()
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	var out []nativeTx
-	p := path
-	for i := 0; i < 200; i++ {
-		var l nativeTxList
-		e.ok(t, p, &l)
-		out = append(out, l.Transactions...)
-		if l.NextPageToken == "" {
-			return out
-		}
-		p = path + sep + "pageToken=" + url.QueryEscape(l.NextPageToken)
-	}
-	t.Fatalf("%s: too many pages", path)
-	return nil
-}
-
 // An address's native transactions equal the recorded transactions and
 // receipts that name it (sender, recipient, created contract), newest first.
 func TestNativeTransactions(t *testing.T) {
@@ -209,7 +187,7 @@ func TestNativeTransactions(t *testing.T) {
 			} {
 				path := "/v1/chains/88888/addresses/" + a + "/transactions:listNative" + c.q
 				var keys []string
-				for _, x := range nativeAll(t, e, path) {
+				for _, x := range allPages(t, e, path, func(l nativeTxList) ([]nativeTx, string) { return l.Transactions, l.NextPageToken }) {
 					keys = append(keys, x.key())
 					if x.Method.MethodName != "" && x.Method.MethodHash == "" {
 						t.Errorf("%s: a method name without hash: %+v", path, x.Method)

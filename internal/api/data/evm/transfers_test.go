@@ -3,7 +3,6 @@ package evm_test
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -26,6 +25,8 @@ type transferItem struct {
 	Erc721Token    *nftItem    `json:"erc721Token"`
 	Erc1155Token   *nftItem    `json:"erc1155Token"`
 }
+
+func transferPage(l transferList) ([]transferItem, string) { return l.Transfers, l.NextPageToken }
 
 type transferList struct {
 	NextPageToken string         `json:"nextPageToken"`
@@ -53,27 +54,6 @@ func (x transferItem) key() string {
 func (x logTransfer) key() string {
 	return fmt.Sprintf("%s %d %s %s log %d %s->%s id=%s v=%s", x.Type, x.Block, x.BlockHash, x.TxHash, x.LogIndex,
 		x.From, x.To, x.ID, x.Value)
-}
-
-func transfersAll(t *testing.T, e *env, path string) []transferItem {
-	t.Helper()
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
-	}
-	var out []transferItem
-	p := path
-	for i := 0; i < 200; i++ {
-		var l transferList
-		e.ok(t, p, &l)
-		out = append(out, l.Transfers...)
-		if l.NextPageToken == "" {
-			return out
-		}
-		p = path + sep + "pageToken=" + url.QueryEscape(l.NextPageToken)
-	}
-	t.Fatalf("%s: too many pages", path)
-	return nil
 }
 
 // expectTransfers is the recorded logs' transfers of token in [lo, hi),
@@ -125,7 +105,7 @@ func TestTransfers(t *testing.T) {
 				{"?endBlock=0", 0, 0},
 			} {
 				path := "/v1/chains/88888/tokens/" + strings.ToUpper(token[:1]) + "x" + token[2:] + "/transfers" + c.q
-				got := transfersAll(t, e, path)
+				got := allPages(t, e, path, transferPage)
 				var keys []string
 				for _, x := range got {
 					keys = append(keys, x.key())
@@ -157,7 +137,7 @@ func TestTransfers(t *testing.T) {
 		}
 		// A contract with no transfers, and an account.
 		for _, a := range []string{e.net.CChainContracts["factory"], "0x03623add7ec6f6426d6266ed2e5a4734c786e73e"} {
-			if got := transfersAll(t, e, "/v1/chains/88888/tokens/"+a+"/transfers"); len(got) != 0 {
+			if got := allPages(t, e, "/v1/chains/88888/tokens/"+a+"/transfers", transferPage); len(got) != 0 {
 				t.Errorf("%s: %d transfers", a, len(got))
 			}
 		}
