@@ -153,7 +153,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 			bc = "evm-" + c.key // not an Avalanche chain URL: no blockchain id to show
 		}
 		set.Chains = append(set.Chains, ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
-			NetworkID: networkID, Name: c.name, Source: &EVMSource{EVM: c.src}, Indexer: ix, BatchSize: o.BatchSize})
+			NetworkID: networkID, Name: c.name, Source: &EVMSource{EVM: c.src}, Indexer: ix, BatchSize: o.BatchSize, FetchSize: c.src.ParallelHeights()})
 	}
 	// Every chain's blocks also feed the metrics service's rollups, in the
 	// same transaction (average TPS, NFT holders).

@@ -120,7 +120,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 					ix = metrics.WithRollup("C", metrics.KindEVM, ix)
 				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch}
+					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch, FetchSize: src.ParallelHeights()}
 				if os.Getenv("BENCH_ZSTD") != "" {
 					chain.Source = zstdSource{chain.Source}
 					chain.Indexer = &zstdIndexer{Indexer: chain.Indexer}

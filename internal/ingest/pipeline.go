@@ -34,6 +34,10 @@ type Chain struct {
 	Indexer      Indexer
 	// BatchSize is how many blocks one write transaction carries.
 	BatchSize int
+	// FetchSize is how many heights one Source.Fetch asks for (at most
+	// BatchSize; default min(BatchSize, 64)). Each fetched chunk is written
+	// as it arrives.
+	FetchSize int
 }
 
 // Options tune a pipeline.
@@ -47,6 +51,11 @@ type Options struct {
 	// AfterCommit, when set, is called after each committed batch (tests use it
 	// to kill ingestion at chosen points).
 	AfterCommit func(chain string, height uint64)
+	// MaxBatchWait bounds how long an open write transaction waits for the
+	// next fetched chunk (default 1s): with a slow node, the blocks already
+	// applied are committed, and SQLite's single writer lock released,
+	// instead of waiting for a full batch.
+	MaxBatchWait time.Duration
 }
 
 // Pipeline follows a set of chains into one store.
@@ -79,6 +88,9 @@ func New(db *store.DB, chains []Chain, opts Options, log *slog.Logger) *Pipeline
 	}
 	if opts.RetryMax == 0 {
 		opts.RetryMax = 30 * time.Second
+	}
+	if opts.MaxBatchWait <= 0 {
+		opts.MaxBatchWait = time.Second
 	}
 	return &Pipeline{db: db, chains: chains, opts: opts, log: log, progress: map[string]Progress{}}
 }
@@ -152,10 +164,6 @@ func Checkpoint(ctx context.Context, db *store.DB, chain string) (int64, error) 
 }
 
 func (p *Pipeline) follow(ctx context.Context, c Chain) error {
-	batch := c.BatchSize
-	if batch <= 0 {
-		batch = 64
-	}
 	next, err := Checkpoint(ctx, p.db, c.Key)
 	if err != nil {
 		return err
@@ -169,23 +177,7 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 	p.setProgress(c.Key, next-1, tip, 0)
 	p.log.Info("ingest start", "chain", c.Key, "from", next, "tip", tip)
 
-	// Fetching the next batch overlaps with writing the current one.
-	type fetched struct {
-		blocks []RawBlock
-		err    error
-	}
-	var pending chan fetched
-	startFetch := func(from, to uint64) chan fetched {
-		ch := make(chan fetched, 1)
-		go func() {
-			b, err := c.Source.Fetch(ctx, from, to)
-			ch <- fetched{b, err}
-		}()
-		return ch
-	}
-	var pendingFrom uint64
-	rate := newRate()
-	lastLog := time.Now()
+	st := &streamState{rate: newRate(), lastLog: time.Now()}
 	backoff := p.opts.RetryBase
 	for {
 		if ctx.Err() != nil {
@@ -205,71 +197,125 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 				continue
 			}
 			target, tip = t, t
-			p.setProgress(c.Key, next-1, tip, rate.value())
+			p.setProgress(c.Key, next-1, tip, st.rate.value())
 			continue
 		}
-		from := uint64(next)
-		to := min(from+uint64(batch)-1, target)
-		var res fetched
-		if pending != nil && pendingFrom == from {
-			res = <-pending
-		} else {
-			if pending != nil {
-				<-pending // stale prefetch (after a failed write); drop it
-			}
-			res = <-startFetch(from, to)
+		n, err := p.ingestRange(ctx, c, uint64(next), target, tip, st)
+		next += int64(n)
+		if n > 0 {
+			backoff = p.opts.RetryBase
 		}
-		pending = nil
-		if res.err == nil && len(res.blocks) > 0 {
-			if nf := from + uint64(len(res.blocks)); nf <= target {
-				pendingFrom = nf
-				pending = startFetch(nf, min(nf+uint64(batch)-1, target))
-			}
-		}
-		if res.err == nil {
-			res.err = validateBatch(res.blocks, from)
-		}
-		if res.err == nil {
-			// A batch that started writing finishes even if shutdown begins:
-			// the pipeline stops between batches, never inside one.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-			res.err = p.write(wctx, c, res.blocks, tip)
-			cancel()
-		}
-		if res.err != nil {
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			p.log.Error("ingest batch failed; retrying", "chain", c.Key, "from", from, "to", to, "err", res.err, "backoff", backoff)
+			p.log.Error("ingest batch failed; retrying", "chain", c.Key, "from", next, "to", target, "err", err, "backoff", backoff)
 			if err := sleep(ctx, backoff); err != nil {
 				return err
 			}
 			backoff = min(backoff*2, p.opts.RetryMax)
-			continue
-		}
-		backoff = p.opts.RetryBase
-		last := res.blocks[len(res.blocks)-1].Height
-		next = int64(last) + 1
-		rate.add(len(res.blocks))
-		p.setProgress(c.Key, int64(last), tip, rate.value())
-		if p.opts.AfterCommit != nil {
-			p.opts.AfterCommit(c.Key, last)
-		}
-		if time.Since(lastLog) > 5*time.Second || uint64(next) > target {
-			lastLog = time.Now()
-			eta := ""
-			if r := rate.value(); r > 0 && tip > last {
-				eta = (time.Duration(float64(tip-last)/r) * time.Second).String()
-			}
-			p.log.Info("ingest progress", "chain", c.Key, "height", last, "tip", tip, "blocks_per_s", fmt.Sprintf("%.1f", rate.value()), "eta", eta)
 		}
 	}
 }
 
-// validateBatch refuses a batch with gaps or wrong heights: never skip a height.
-func validateBatch(blocks []RawBlock, from uint64) error {
+// streamState is a chain's progress bookkeeping across ranges.
+type streamState struct {
+	rate    *rateMeter
+	lastLog time.Time
+}
+
+// prefetchChunks is how many fetched chunks may wait for the writer: enough
+// to keep the source busy while a batch commits, few enough to bound memory.
+const prefetchChunks = 4
+
+// chunk is one Source.Fetch answer on its way to the writer.
+type chunk struct {
+	blocks []RawBlock
+	err    error
+	// endsBatch: the chunk's last block closes a write transaction (every
+	// BatchSize heights from the range's start, and at the range's end).
+	endsBatch bool
+}
+
+// ingestRange streams heights from..to from the source into the store. A
+// prefetcher fetches chunks of FetchSize heights in order, up to
+// prefetchChunks ahead, while the writer applies each chunk as it arrives,
+// so writing starts after one chunk instead of one batch and fetching never
+// waits for a commit. A transaction ends every BatchSize heights (chunks are
+// cut at those boundaries), or early when the chunks stop. It returns how
+// many blocks it committed, and the error that stopped it, if any.
+func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint64, st *streamState) (uint64, error) {
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batch := c.BatchSize
+	if batch <= 0 {
+		batch = 64
+	}
+	size := min(c.FetchSize, batch)
+	if size <= 0 {
+		size = min(batch, 64)
+	}
+	chunks := prefetch(fctx, c.Source, from, to, size, batch)
+	var done uint64
+	for from+done <= to {
+		n, err := p.writeBatch(ctx, c, chunks, tip)
+		done += n
+		if n > 0 {
+			p.committed(c, from+done-1, n, tip, st)
+		}
+		if err != nil {
+			return done, err
+		}
+		if n == 0 {
+			break // the prefetcher stopped (ctx ended)
+		}
+	}
+	return done, ctx.Err()
+}
+
+// prefetch fetches from..to in order, in chunks of at most size heights that
+// never straddle a multiple of batch heights from from. The channel closes
+// after the last chunk, after a failed one, or when ctx ends.
+func prefetch(ctx context.Context, src Source, from, to uint64, size, batch int) <-chan chunk {
+	out := make(chan chunk, prefetchChunks)
+	go func() {
+		defer close(out)
+		for lo := from; ; {
+			batchEnd := lo + uint64(batch) - 1 - (lo-from)%uint64(batch)
+			hi := min(to, batchEnd)
+			if hi-lo >= uint64(size) {
+				hi = lo + uint64(size) - 1
+			}
+			blocks, err := src.Fetch(ctx, lo, hi)
+			if err == nil {
+				err = validateBatch(blocks, lo, hi)
+			}
+			var last uint64
+			if err == nil {
+				last = blocks[len(blocks)-1].Height
+			}
+			select {
+			case out <- chunk{blocks: blocks, err: err, endsBatch: err == nil && (last == to || last == batchEnd)}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || last == to {
+				return
+			}
+			lo = last + 1
+		}
+	}()
+	return out
+}
+
+// validateBatch refuses a chunk with gaps, wrong heights or heights outside
+// from..to: never skip a height.
+func validateBatch(blocks []RawBlock, from, to uint64) error {
 	if len(blocks) == 0 {
 		return errors.New("source returned no blocks")
+	}
+	if uint64(len(blocks)-1) > to-from {
+		return fmt.Errorf("source returned %d blocks for heights %d..%d", len(blocks), from, to)
 	}
 	for i, b := range blocks {
 		if b.Height != from+uint64(i) {
@@ -279,21 +325,93 @@ func validateBatch(blocks []RawBlock, from uint64) error {
 	return nil
 }
 
-// write applies a batch in one transaction with the raw blocks and the checkpoint.
-func (p *Pipeline) write(ctx context.Context, c Chain, blocks []RawBlock, tip uint64) error {
-	tx, err := p.db.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	committed := false
+// writeBatch writes chunks from the prefetcher in one transaction with their
+// raw blocks and the checkpoint, until a chunk ends the batch. It commits
+// what it applied, and stops early, when the chunks stop (a fetch error, or
+// ctx ended) or none arrives within Options.MaxBatchWait. It returns the blocks
+// committed and the fetch error that stopped it, if any; after a write error
+// nothing of the batch is kept.
+func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk, tip uint64) (uint64, error) {
+	// A batch that started writing finishes even if shutdown begins: the
+	// pipeline stops between batches, never inside one.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	var (
+		tx       *store.Tx
+		n        uint64
+		last     RawBlock
+		fetchErr error
+		wait     <-chan time.Time
+	)
 	defer func() {
-		if !committed {
+		if tx != nil {
 			tx.Rollback() //nolint:errcheck // the batch's error is the one to report
 			Discard(c.Indexer)
 		}
 	}()
-	// The batch's raw blocks in one bulk load (COPY on PostgreSQL): a
-	// height is written once, its batch rolled back whole on failure.
+	for {
+		ch, ok := nextChunk(chunks, wait)
+		if !ok {
+			break // closed, or waited too long with blocks applied
+		}
+		if ch.err != nil {
+			fetchErr = ch.err
+			break
+		}
+		if tx == nil {
+			var err error
+			if tx, err = p.db.Begin(wctx); err != nil {
+				return 0, err
+			}
+			t := time.NewTimer(p.opts.MaxBatchWait)
+			defer t.Stop()
+			wait = t.C
+		}
+		if err := applyChunk(wctx, tx, c, ch.blocks); err != nil {
+			return 0, err
+		}
+		n += uint64(len(ch.blocks))
+		last = ch.blocks[len(ch.blocks)-1]
+		if ch.endsBatch {
+			break
+		}
+	}
+	if tx == nil {
+		return 0, fetchErr
+	}
+	if err := Flush(wctx, c.Indexer, tx); err != nil {
+		return 0, fmt.Errorf("index blocks ..%d: %w", last.Height, err)
+	}
+	if err := SetCheckpoint(wctx, tx, c.Key, last, tip); err != nil {
+		return 0, err
+	}
+	err := tx.Commit()
+	tx = nil
+	if err != nil {
+		return 0, err
+	}
+	return n, fetchErr
+}
+
+// nextChunk takes the next chunk, preferring one that is ready over the
+// wait timer (nil before the transaction began: wait without limit).
+func nextChunk(chunks <-chan chunk, wait <-chan time.Time) (chunk, bool) {
+	select {
+	case ch, ok := <-chunks:
+		return ch, ok
+	default:
+	}
+	select {
+	case ch, ok := <-chunks:
+		return ch, ok
+	case <-wait:
+		return chunk{}, false
+	}
+}
+
+// applyChunk stores a chunk's raw blocks in one bulk load (COPY on
+// PostgreSQL) and indexes each block, inside tx.
+func applyChunk(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock) error {
 	raw := make([][]any, len(blocks))
 	for i, b := range blocks {
 		raw[i] = []any{c.Key, int64(b.Height), b.Hash, b.Timestamp, b.Bytes}
@@ -306,18 +424,25 @@ func (p *Pipeline) write(ctx context.Context, c Chain, blocks []RawBlock, tip ui
 			return fmt.Errorf("index block %d: %w", b.Height, err)
 		}
 	}
-	if err := Flush(ctx, c.Indexer, tx); err != nil {
-		return fmt.Errorf("index blocks %d..%d: %w", blocks[0].Height, blocks[len(blocks)-1].Height, err)
-	}
-	last := blocks[len(blocks)-1]
-	if err := SetCheckpoint(ctx, tx, c.Key, last, tip); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	committed = true
 	return nil
+}
+
+// committed records a committed batch: progress, rate, the periodic log line
+// and the AfterCommit hook.
+func (p *Pipeline) committed(c Chain, last, n, tip uint64, st *streamState) {
+	st.rate.add(int(n))
+	p.setProgress(c.Key, int64(last), tip, st.rate.value())
+	if p.opts.AfterCommit != nil {
+		p.opts.AfterCommit(c.Key, last)
+	}
+	if time.Since(st.lastLog) > 5*time.Second || last >= tip {
+		st.lastLog = time.Now()
+		eta := ""
+		if r := st.rate.value(); r > 0 && tip > last {
+			eta = (time.Duration(float64(tip-last)/r) * time.Second).String()
+		}
+		p.log.Info("ingest progress", "chain", c.Key, "height", last, "tip", tip, "blocks_per_s", fmt.Sprintf("%.1f", st.rate.value()), "eta", eta)
+	}
 }
 
 var rawBlockColumns = []string{"chain_key", "height", "hash", "block_time", "body"}

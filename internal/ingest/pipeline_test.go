@@ -193,3 +193,124 @@ func TestPipelineFlushesBatches(t *testing.T) {
 		}
 	})
 }
+
+// recordingSource serves heights 0..tip, at most max per Fetch (0: all
+// asked), records the ranges asked, and stalls on heights from stallAt until
+// release is closed.
+type recordingSource struct {
+	tip     uint64
+	max     int
+	stallAt uint64
+	release chan struct{}
+
+	mu     sync.Mutex
+	ranges [][2]uint64
+}
+
+func (s *recordingSource) Tip(context.Context) (uint64, error) { return s.tip, nil }
+
+func (s *recordingSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
+	s.mu.Lock()
+	s.ranges = append(s.ranges, [2]uint64{from, to})
+	s.mu.Unlock()
+	if s.release != nil && to >= s.stallAt {
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if s.max > 0 && to-from >= uint64(s.max) {
+		to = from + uint64(s.max) - 1
+	}
+	var out []RawBlock
+	for h := from; h <= to; h++ {
+		out = append(out, RawBlock{Height: h, Hash: fmt.Sprintf("h%d", h), Bytes: []byte{byte(h)}, Timestamp: int64(1000 + h)})
+	}
+	return out, nil
+}
+
+// Fetching is cut in chunks of FetchSize heights that never straddle a
+// batch, and a transaction commits at each multiple of BatchSize heights (and
+// at the tip), whatever the source answers per call.
+func TestPipelineChunksAndBatches(t *testing.T) {
+	tests := []struct {
+		name         string
+		batch, fetch int
+		max          int
+		wantRanges   string
+		wantCommits  string
+	}{
+		{"chunks of 4 in batches of 10", 10, 4, 0,
+			"[[0 3] [4 7] [8 9] [10 13] [14 17] [18 19] [20 23] [24 25]]", "[9 19 25]"},
+		{"default chunk", 10, 0, 0, "[[0 9] [10 19] [20 25]]", "[9 19 25]"},
+		{"chunk larger than the batch", 8, 20, 0, "[[0 7] [8 15] [16 23] [24 25]]", "[7 15 23 25]"},
+		{"short answers", 10, 5, 3,
+			"[[0 4] [3 7] [6 9] [9 9] [10 14] [13 17] [16 19] [19 19] [20 24] [23 25]]", "[9 19 25]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := storetest.Open(t, storetest.DSNFor(t, "sqlite"))
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+				t.Fatal(err)
+			}
+			src := &recordingSource{tip: 25, max: tt.max}
+			var commits []uint64
+			opts := Options{UntilTip: true, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
+			ix := &rowIndexer{}
+			ix.failAt.Store(-1)
+			chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: tt.batch, FetchSize: tt.fetch}
+			if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(src.ranges); got != tt.wantRanges {
+				t.Errorf("fetched %s, want %s", got, tt.wantRanges)
+			}
+			if got := fmt.Sprint(commits); got != tt.wantCommits {
+				t.Errorf("committed at %s, want %s", got, tt.wantCommits)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM test_rows`).Scan(&n); err != nil || n != 26 {
+				t.Fatalf("rows = %d, %v", n, err)
+			}
+		})
+	}
+}
+
+// A transaction does not wait for a stalled source longer than MaxBatchWait:
+// the blocks applied so far are committed, the rest when they come.
+func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		src := &recordingSource{tip: 20, stallAt: 5, release: make(chan struct{})}
+		committed := make(chan uint64, 10)
+		opts := Options{UntilTip: true, MaxBatchWait: 20 * time.Millisecond,
+			AfterCommit: func(_ string, h uint64) { committed <- h }}
+		ix := &rowIndexer{}
+		ix.failAt.Store(-1)
+		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: 100, FetchSize: 5}
+		done := make(chan error, 1)
+		go func() { done <- New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx) }()
+		select {
+		case h := <-committed:
+			if h != 4 {
+				t.Fatalf("first commit at %d while the source stalls, want 4", h)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing committed while the source stalls")
+		}
+		close(src.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if h, err := Checkpoint(ctx, db, "T"); err != nil || h != 20 {
+			t.Fatalf("checkpoint = %d, %v", h, err)
+		}
+	})
+}

@@ -47,6 +47,10 @@ type EVM struct {
 	concurrency int
 }
 
+// ParallelHeights is how many heights one Blocks call fetches with every
+// batch in flight: the chunk size that keeps the node busy.
+func (e *EVM) ParallelHeights() int { return e.batchSize * e.concurrency }
+
 // NewEVM returns a client for the http(s) JSON-RPC endpoint rawURL. It does
 // not contact the endpoint.
 func NewEVM(ctx context.Context, rawURL string, opts EVMOptions) (*EVM, error) {

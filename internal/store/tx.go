@@ -44,8 +44,23 @@ func (t *Tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	return s, nil
 }
 
+// stmtCtx is the context a statement of the transaction runs with. On SQLite
+// it cannot be cancelled: mattn/go-sqlite3 runs each statement of a
+// cancellable context on a goroutine of its own (to interrupt it on
+// cancellation), a goroutine start and a wake-up across threads per
+// statement, a tenth of the ingest writer's time. A write transaction's
+// statements are short and in-process; its caller decides between them
+// whether to go on.
+func (t *Tx) stmtCtx(ctx context.Context) context.Context {
+	if t.db.dialect == SQLite {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // Exec runs a statement through the per-transaction statement cache.
 func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	ctx = t.stmtCtx(ctx)
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -59,6 +74,7 @@ func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error
 
 // Query runs a query inside the transaction (reads its own writes).
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	ctx = t.stmtCtx(ctx)
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -68,6 +84,7 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 
 // QueryRow runs a single-row query inside the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	ctx = t.stmtCtx(ctx)
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		// A failed prepare surfaces at Scan through the transaction's own QueryRow.

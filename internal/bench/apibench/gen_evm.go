@@ -335,6 +335,10 @@ func (g *generator) generateEVM(ctx context.Context) error {
 			}
 			last = rb
 		}
+		if err := ingest.Flush(ctx, ix, tx); err != nil {
+			tx.Rollback()
+			return err
+		}
 		if err := putCheckpoint(ctx, tx, "C", int64(last.Height), last.Hash, last.Timestamp); err != nil {
 			tx.Rollback()
 			return err

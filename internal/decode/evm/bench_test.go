@@ -43,6 +43,9 @@ func BenchmarkApply(b *testing.B) {
 			if err := ix.Apply(ctx, tx, gen.Next()); err != nil {
 				b.Fatal(err)
 			}
+			if err := ix.Flush(ctx, tx); err != nil {
+				b.Fatal(err)
+			}
 			if err := tx.Commit(); err != nil {
 				b.Fatal(err)
 			}
@@ -67,6 +70,9 @@ func BenchmarkApply(b *testing.B) {
 					if err := ix.Apply(ctx, tx, rawBlock(heights[j], blocks[j])); err != nil {
 						b.Fatalf("block %d: %v", heights[j], err)
 					}
+				}
+				if err := ix.Flush(ctx, tx); err != nil {
+					b.Fatal(err)
 				}
 				if err := tx.Commit(); err != nil {
 					b.Fatal(err)

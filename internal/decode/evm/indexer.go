@@ -144,7 +144,7 @@ type Indexer struct {
 	logBuf  []Log  // reused by sinkLogs
 }
 
-var _ ingest.Indexer = (*Indexer)(nil)
+var _ ingest.Batcher = (*Indexer)(nil)
 
 // NewIndexer returns the indexer for cfg.
 func NewIndexer(cfg Config) (*Indexer, error) {
@@ -252,6 +252,29 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 		}
 	}
 	return nil
+}
+
+// Flush writes the current balances the blocks applied since the last Flush
+// changed: once per key per batch, where the balance history gets a row per
+// block. The pipeline calls it once per batch, before the checkpoint.
+func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if err := ix.w.flushBalances(ctx, tx); err != nil {
+		ix.w.dropCaches()
+		ix.applied = false
+		return fmt.Errorf("evm %s: %w", ix.cfg.ChainKey, err)
+	}
+	return nil
+}
+
+// Discard forgets the balances not flushed, and the caches: the batch's
+// transaction is abandoned, so they may hold values that were never stored.
+func (ix *Indexer) Discard() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.w.dropCaches()
+	ix.applied = false
 }
 
 // sinkLogs hands the block's logs to the configured LogSink.

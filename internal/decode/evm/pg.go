@@ -25,7 +25,7 @@ type pgWriter struct {
 }
 
 // write queues every non-empty row set and runs the batch in tx.
-func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets [12]*rowSet) error {
+func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) error {
 	p.batch.QueuedQueries = p.batch.QueuedQueries[:0]
 	p.nt, p.ni, p.nb = 0, 0, 0
 	var tables []string

@@ -1,12 +1,14 @@
 package evm
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
+	"slices"
 	"strconv"
 
 	"github.com/ava-labs/libevm/common"
@@ -49,12 +51,12 @@ var (
 	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cText("token"),
 		cText("token_id"), bInt("block_number"), cText("owner")}, "")
 	insTokenBal = newInsert("evm_token_balances", []column{bText("chain_key"), cText("holder"),
-		cText("erc_type"), cText("token"), cText("token_id"), cText("balance"), bInt("block_number")},
+		cText("erc_type"), cText("token"), cText("token_id"), cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
 	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cText("holder"),
 		cText("erc_type"), cText("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cText("address"),
-		cText("balance"), bInt("block_number")},
+		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
 	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cText("address"),
 		bInt("block_number"), cText("balance")}, "")
@@ -136,8 +138,14 @@ type writer struct {
 	// these tables goes through this writer and nothing is rolled back; the
 	// Indexer drops them when a height is applied again (a retry after a
 	// rollback, or a reindex) and after any failed Apply.
-	cacheN   map[common.Address]*big.Int
-	cacheT   map[tokenKey]*big.Int
+	cacheN map[common.Address]*big.Int
+	cacheT map[tokenKey]*big.Int
+	// Current balances changed since the last flushBalances: written once
+	// per key per batch (Indexer.Flush), not once per block. They share their
+	// *big.Int with the caches and outlive a cache that is emptied: until
+	// the flush, they are the only copy of the key's balance.
+	dirtyN   map[common.Address]dirtyBalance
+	dirtyT   map[tokenKey]dirtyBalance
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
 	// complete: cacheN and cacheT hold every stored balance of the chain
@@ -145,6 +153,8 @@ type writer struct {
 	// has no stored balance and needs no read. An index built from genesis
 	// reads no balances until a cache outgrows maxCached.
 	complete bool
+	// maxCached bounds each cache (maxCached; smaller in tests).
+	maxCached int
 
 	nftPool  []*nftState
 	nnftPool int
@@ -166,6 +176,9 @@ func newWriter(log *slog.Logger) *writer {
 		strsT:     make(map[tokenKeyStr]int),
 		cacheN:    make(map[common.Address]*big.Int),
 		cacheT:    make(map[tokenKey]*big.Int),
+		maxCached: maxCached,
+		dirtyN:    make(map[common.Address]dirtyBalance),
+		dirtyT:    make(map[tokenKey]dirtyBalance),
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
 		idxN:      make(map[string]int),
@@ -188,10 +201,20 @@ func newWriter(log *slog.Logger) *writer {
 // blocks refill it with the keys that are hot).
 const maxCached = 1 << 18
 
-// dropCaches forgets everything cached about the tables.
+// dirtyBalance is a current balance waiting for flushBalances, with the
+// block that last changed it.
+type dirtyBalance struct {
+	bal   *big.Int
+	block int64
+}
+
+// dropCaches forgets everything cached about the tables, and the balances
+// not flushed (their transaction is being abandoned).
 func (w *writer) dropCaches() {
 	clear(w.cacheN)
 	clear(w.cacheT)
+	clear(w.dirtyN)
+	clear(w.dirtyT)
 	clear(w.knownC)
 	clear(w.knownNFT)
 	w.complete = false
@@ -203,18 +226,18 @@ func (w *writer) begin(chain string, b *block, hash string) {
 		// caches are empty then (applying a height again drops them).
 		w.complete = true
 	}
-	if len(w.cacheN) > maxCached {
+	if len(w.cacheN) > w.maxCached {
 		clear(w.cacheN)
 		w.complete = false
 	}
-	if len(w.cacheT) > maxCached {
+	if len(w.cacheT) > w.maxCached {
 		clear(w.cacheT)
 		w.complete = false
 	}
-	if len(w.knownC) > maxCached {
+	if len(w.knownC) > w.maxCached {
 		clear(w.knownC)
 	}
-	if len(w.knownNFT) > maxCached {
+	if len(w.knownNFT) > w.maxCached {
 		clear(w.knownNFT)
 	}
 	w.chain, w.b, w.hash, w.time = chain, b, hash, int64(b.timestamp)
@@ -236,15 +259,16 @@ func (w *writer) begin(chain string, b *block, hash string) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist} {
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
 }
 
-// sets lists the row sets in the order they are written.
-func (w *writer) sets() [12]*rowSet {
-	return [...]*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokBal, &w.tokHist, &w.natBal, &w.natHist}
+// sets lists the row sets written per block, in the order they are written
+// (the current balances are written per batch: flushBalances).
+func (w *writer) sets() []*rowSet {
+	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
+		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -598,10 +622,9 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if old, ok := w.cacheN[a]; ok {
-			d.Add(d, old)
-			old.Set(d)
-			w.queueNative(a, d, num)
+		if cur := w.currentNative(a); cur != nil {
+			cur.Add(cur, d)
+			w.queueNative(a, cur, num)
 			continue
 		}
 		w.idxN[w.addr(a)] = len(w.keysN)
@@ -612,11 +635,11 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		return err
 	}
 	for i, a := range w.keysN {
-		bal := w.natives[a]
+		bal := new(big.Int).Set(w.natives[a])
 		if old := w.oldN[i]; old != nil {
 			bal.Add(bal, old)
 		}
-		w.cacheN[a] = new(big.Int).Set(bal)
+		w.cacheN[a] = bal
 		w.queueNative(a, bal, num)
 	}
 
@@ -628,10 +651,9 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if old, ok := w.cacheT[k]; ok {
-			d.Add(d, old)
-			old.Set(d)
-			w.queueToken(k, d, num)
+		if cur := w.currentToken(k); cur != nil {
+			cur.Add(cur, d)
+			w.queueToken(k, cur, num)
 			continue
 		}
 		w.strsT[tokenKeyStr{w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id}] = len(w.keysT)
@@ -642,11 +664,11 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		return err
 	}
 	for i, k := range w.keysT {
-		bal := w.tokens[k]
+		bal := new(big.Int).Set(w.tokens[k])
 		if old := w.oldT[i]; old != nil {
 			bal.Add(bal, old)
 		}
-		w.cacheT[k] = new(big.Int).Set(bal)
+		w.cacheT[k] = bal
 		w.queueToken(k, bal, num)
 	}
 	return nil
@@ -725,10 +747,8 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 		// Value moved by internal transfers (no traces) is missing from the index.
 		w.log.Warn("computed native balance is negative", "block", num, "address", w.addr(a), "balance", bal.String())
 	}
-	s := decimal(bal)
-	as := w.addr(a)
-	w.natBal.args = append(w.natBal.args, as, s)
-	w.natHist.args = append(w.natHist.args, as, s)
+	w.natHist.args = append(w.natHist.args, w.addr(a), decimal(bal))
+	w.dirtyN[a] = dirtyBalance{bal, num}
 }
 
 func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
@@ -737,10 +757,89 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 		w.log.Warn("computed token balance is negative", "block", num, "holder", w.addr(k.holder),
 			"token", w.addr(k.token), "type", k.typ.String(), "id", k.id, "balance", bal.String())
 	}
-	s := decimal(bal)
-	h, t, typ := w.addr(k.holder), w.addr(k.token), k.typ.String()
-	w.tokBal.args = append(w.tokBal.args, h, typ, t, k.id, s)
-	w.tokHist.args = append(w.tokHist.args, h, typ, t, k.id, s)
+	w.tokHist.args = append(w.tokHist.args, w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id, decimal(bal))
+	w.dirtyT[k] = dirtyBalance{bal, num}
+}
+
+// currentNative is a's current balance if known without a read (cached, or
+// changed in this batch), to be updated in place; nil otherwise.
+func (w *writer) currentNative(a common.Address) *big.Int {
+	if v, ok := w.cacheN[a]; ok {
+		return v
+	}
+	if d, ok := w.dirtyN[a]; ok {
+		w.cacheN[a] = d.bal
+		return d.bal
+	}
+	return nil
+}
+
+// currentToken is currentNative for a token balance.
+func (w *writer) currentToken(k tokenKey) *big.Int {
+	if v, ok := w.cacheT[k]; ok {
+		return v
+	}
+	if d, ok := w.dirtyT[k]; ok {
+		w.cacheT[k] = d.bal
+		return d.bal
+	}
+	return nil
+}
+
+// flushBalances writes the current balances changed since the last flush,
+// one row per key with the block of its last change, in key order (rows
+// next to each other in the table's B-tree are written together).
+func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
+	if len(w.dirtyN) == 0 && len(w.dirtyT) == 0 {
+		return nil
+	}
+	w.natBal.reset()
+	w.tokBal.reset()
+	w.natBal.blockArgs = append(w.natBal.blockArgs, w.chain)
+	w.tokBal.blockArgs = append(w.tokBal.blockArgs, w.chain)
+
+	nat := make([]string, 0, len(w.dirtyN))
+	natBy := make(map[string]dirtyBalance, len(w.dirtyN))
+	for a, d := range w.dirtyN {
+		h := hexString(a[:])
+		nat = append(nat, h)
+		natBy[h] = d
+	}
+	slices.Sort(nat)
+	for _, h := range nat {
+		d := natBy[h]
+		w.natBal.args = append(w.natBal.args, h, decimal(d.bal), d.block)
+	}
+
+	type tokRow struct {
+		k   tokenKeyStr
+		bal dirtyBalance
+	}
+	tok := make([]tokRow, 0, len(w.dirtyT))
+	for k, d := range w.dirtyT {
+		tok = append(tok, tokRow{tokenKeyStr{hexString(k.holder[:]), k.typ.String(), hexString(k.token[:]), k.id}, d})
+	}
+	slices.SortFunc(tok, func(a, b tokRow) int {
+		return cmp.Or(cmp.Compare(a.k.holder, b.k.holder), cmp.Compare(a.k.typ, b.k.typ),
+			cmp.Compare(a.k.token, b.k.token), cmp.Compare(a.k.id, b.k.id))
+	})
+	for _, r := range tok {
+		w.tokBal.args = append(w.tokBal.args, r.k.holder, r.k.typ, r.k.token, r.k.id, decimal(r.bal.bal), r.bal.block)
+	}
+	clear(w.dirtyN)
+	clear(w.dirtyT)
+
+	sets := []*rowSet{&w.tokBal, &w.natBal}
+	if tx.Dialect() == store.Postgres {
+		return w.pg.write(ctx, tx, sets)
+	}
+	ctx = context.WithoutCancel(ctx) // see write
+	for _, r := range sets {
+		if err := r.flush(ctx, tx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ...any) error {

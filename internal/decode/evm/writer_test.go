@@ -127,3 +127,96 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 	}
 	return out
 }
+
+// Current balances are written once per batch (Flush), from the balances the
+// batch's blocks left. Whatever the batch size, with caches emptied while
+// keys wait for the flush (they must not be read back from the table then),
+// and with a batch abandoned halfway (Discard), the tables must be those of
+// one block per transaction, and each current balance its history's last.
+func TestBalancesFlushedPerBatch(t *testing.T) {
+	const n, perBlock = 120, 20
+	gen := NewGenerator(11, perBlock)
+	alloc := gen.Alloc()
+	blocks := make([]ingest.RawBlock, 0, n)
+	for i := 0; i < n; i++ {
+		blocks = append(blocks, gen.Next())
+	}
+	tables := []string{
+		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
+		"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
+		"SELECT holder, erc_type, token, token_id, balance, block_number FROM evm_token_balances ORDER BY 1, 2, 3, 4",
+		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
+	}
+	// Rows whose current balance or block is not the history's last.
+	stale := []string{
+		`SELECT COUNT(*) FROM evm_native_balances b WHERE b.balance <> (SELECT h.balance FROM evm_native_balance_history h
+			WHERE h.chain_key = b.chain_key AND h.address = b.address ORDER BY h.block_number DESC LIMIT 1)
+			OR b.block_number <> (SELECT MAX(h.block_number) FROM evm_native_balance_history h
+			WHERE h.chain_key = b.chain_key AND h.address = b.address)`,
+		`SELECT COUNT(*) FROM evm_token_balances b WHERE b.balance <> (SELECT h.balance FROM evm_token_balance_history h
+			WHERE h.chain_key = b.chain_key AND h.holder = b.holder AND h.erc_type = b.erc_type AND h.token = b.token
+			AND h.token_id = b.token_id ORDER BY h.block_number DESC LIMIT 1)`,
+	}
+	newIx := func(t *testing.T, cached int) *Indexer {
+		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cached > 0 {
+			ix.w.maxCached = cached
+		}
+		return ix
+	}
+	storetest.ForEachBackend(t, func(t *testing.T, perBlockDB *store.DB) {
+		indextest.Apply(t, perBlockDB, newIx(t, 0), blocks, 1)
+		want := dumpTables(t, perBlockDB, tables)
+		if !strings.Contains(want[2], "\n") {
+			t.Fatal("no token balances indexed")
+		}
+		dsn := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[perBlockDB.Dialect()]
+		cases := []struct {
+			name   string
+			cached int
+			apply  func(t *testing.T, db *store.DB, ix *Indexer)
+		}{
+			{"batches of 25", 0, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 25) }},
+			{"batches of 40, caches of 3", 3, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 40) }},
+			{"a batch discarded", 0, func(t *testing.T, db *store.DB, ix *Indexer) {
+				indextest.Apply(t, db, ix, blocks[:40], 20)
+				ctx := context.Background()
+				tx, err := db.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range blocks[40:70] {
+					if err := ix.Apply(ctx, tx, b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ix.Discard()
+				if err := tx.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				indextest.Apply(t, db, ix, blocks[40:], 30)
+			}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				db := storetest.Open(t, storetest.DSNFor(t, dsn))
+				c.apply(t, db, newIx(t, c.cached))
+				got := dumpTables(t, db, tables)
+				for i := range tables {
+					if got[i] != want[i] {
+						t.Errorf("%s differs from one block per transaction", tables[i])
+					}
+				}
+				for _, q := range stale {
+					var k int
+					if err := db.QueryRowContext(context.Background(), q).Scan(&k); err != nil || k != 0 {
+						t.Errorf("%d stale current balances (err %v): %s", k, err, q)
+					}
+				}
+			})
+		}
+	})
+}

@@ -55,6 +55,10 @@ func Apply(t testing.TB, db *store.DB, ix ingest.Indexer, blocks []ingest.RawBlo
 				t.Fatalf("apply height %d: %v", b.Height, err)
 			}
 		}
+		if err := ingest.Flush(ctx, ix, tx); err != nil {
+			tx.Rollback()
+			t.Fatalf("flush: %v", err)
+		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}

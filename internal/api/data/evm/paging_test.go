@@ -250,6 +250,9 @@ func TestListingsHoldTheirBlock(t *testing.T) {
 			if err := c.Indexer.Apply(ctx, tx, b); err != nil {
 				t.Fatal(err)
 			}
+			if err := ingest.Flush(ctx, c.Indexer, tx); err != nil {
+				t.Fatal(err)
+			}
 			if err := ingest.SetCheckpoint(ctx, tx, "C", b, recordedTip); err != nil {
 				t.Fatal(err)
 			}
