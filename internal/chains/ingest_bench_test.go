@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/DataDog/zstd"
-
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
 	"github.com/permafrost-dev/permafrost/internal/decode/icm"
 	"github.com/permafrost-dev/permafrost/internal/evmsim"
@@ -70,8 +68,7 @@ const (
 // to stderr), BENCH_SQLITE_PRAGMAS ("name=value;..." run on the SQLite
 // writer), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
 // first), BENCH_FULL (the indexer as `permafrost index` wires it: with the
-// ICM log sink and the metrics rollups). Experiments for changes outside the
-// indexer: BENCH_ZSTD (raw blocks stored zstd-compressed).
+// ICM log sink and the metrics rollups).
 func BenchmarkIngestEVM(b *testing.B) {
 	n := envInt(b, "BENCH_BLOCKS", 5000)
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
@@ -121,10 +118,6 @@ func BenchmarkIngestEVM(b *testing.B) {
 				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
 					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch, FetchSize: src.ParallelHeights()}
-				if os.Getenv("BENCH_ZSTD") != "" {
-					chain.Source = zstdSource{chain.Source}
-					chain.Indexer = &zstdIndexer{Indexer: chain.Indexer}
-				}
 				if prag := os.Getenv("BENCH_SQLITE_PRAGMAS"); prag != "" && db.Dialect() == store.SQLite {
 					// On the writer connection (the writer pool has one).
 					for _, p := range strings.Split(prag, ";") {
@@ -458,36 +451,4 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
-}
-
-// Experiments (what-ifs for other packages, measured through the real path).
-
-// zstdSource compresses raw blocks in the fetch stage (BENCH_ZSTD): what
-// storing raw_blocks zstd-compressed would cost and save.
-type zstdSource struct{ ingest.Source }
-
-func (s zstdSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
-	blocks, err := s.Source.Fetch(ctx, from, to)
-	for i := range blocks {
-		if err != nil {
-			break
-		}
-		blocks[i].Bytes, err = zstd.CompressLevel(nil, blocks[i].Bytes, 1)
-	}
-	return blocks, err
-}
-
-// zstdIndexer decompresses what zstdSource compressed.
-type zstdIndexer struct {
-	ingest.Indexer
-	buf []byte
-}
-
-func (ix *zstdIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
-	var err error
-	if ix.buf, err = zstd.Decompress(ix.buf[:cap(ix.buf)], b.Bytes); err != nil {
-		return err
-	}
-	b.Bytes = ix.buf
-	return ix.Indexer.Apply(ctx, tx, b)
 }

@@ -16,6 +16,21 @@ type RawBlock struct {
 	Hash      string
 	Bytes     []byte
 	Timestamp int64
+	// Stored is Bytes as raw_blocks keeps it, when Encoding is not RawPlain
+	// (set by the pipeline's fetch stage).
+	Stored   []byte
+	Encoding RawEncoding
+	// Prepared is what the chain's Preparer made of the block ahead of
+	// Apply (nil if it has none, or could not).
+	Prepared any
+}
+
+// stored is the body to write to raw_blocks.
+func (b *RawBlock) stored() []byte {
+	if b.Encoding != RawPlain {
+		return b.Stored
+	}
+	return b.Bytes
 }
 
 // Indexer maps one raw block to rows. Apply is called in height order, exactly
@@ -38,6 +53,25 @@ type Batcher interface {
 	// Discard forgets what Apply deferred: the batch's transaction is being
 	// abandoned (it will be applied again).
 	Discard()
+}
+
+// Preparer is an Indexer that does the part of Apply that needs no store
+// (decoding) ahead, on the fetch stage's goroutine, while earlier blocks are
+// written: the writer is the pipeline's critical path. Prepare runs in height
+// order, concurrently with Apply of earlier blocks, never with another
+// Prepare; it leaves its result in b.Prepared for Apply. Apply must still
+// accept a block that was not prepared (reindex, a failed Prepare).
+type Preparer interface {
+	Prepare(b *RawBlock)
+}
+
+// Prepare runs ix's Prepare on each block if it is a Preparer.
+func Prepare(ix Indexer, blocks []RawBlock) {
+	if p, ok := ix.(Preparer); ok {
+		for i := range blocks {
+			p.Prepare(&blocks[i])
+		}
+	}
 }
 
 // Flush runs ix's Flush if it is a Batcher.

@@ -255,7 +255,7 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 	if size <= 0 {
 		size = min(batch, 64)
 	}
-	chunks := prefetch(fctx, c.Source, from, to, size, batch)
+	chunks := prefetch(fctx, c, from, to, size, batch)
 	var done uint64
 	for from+done <= to {
 		n, err := p.writeBatch(ctx, c, chunks, tip)
@@ -274,10 +274,12 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 }
 
 // prefetch fetches from..to in order, in chunks of at most size heights that
-// never straddle a multiple of batch heights from from. The channel closes
+// never straddle a multiple of batch heights from from, and stores and
+// prepares them (rawEncoder, Preparer) ahead of the writer. The channel closes
 // after the last chunk, after a failed one, or when ctx ends.
-func prefetch(ctx context.Context, src Source, from, to uint64, size, batch int) <-chan chunk {
+func prefetch(ctx context.Context, c Chain, from, to uint64, size, batch int) <-chan chunk {
 	out := make(chan chunk, prefetchChunks)
+	var enc rawEncoder
 	go func() {
 		defer close(out)
 		for lo := from; ; {
@@ -286,9 +288,14 @@ func prefetch(ctx context.Context, src Source, from, to uint64, size, batch int)
 			if hi-lo >= uint64(size) {
 				hi = lo + uint64(size) - 1
 			}
-			blocks, err := src.Fetch(ctx, lo, hi)
+			blocks, err := c.Source.Fetch(ctx, lo, hi)
 			if err == nil {
 				err = validateBatch(blocks, lo, hi)
+			}
+			if err == nil {
+				// Here, off the writer's goroutine.
+				enc.encode(blocks)
+				Prepare(c.Indexer, blocks)
 			}
 			var last uint64
 			if err == nil {
@@ -414,7 +421,7 @@ func nextChunk(chunks <-chan chunk, wait <-chan time.Time) (chunk, bool) {
 func applyChunk(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock) error {
 	raw := make([][]any, len(blocks))
 	for i, b := range blocks {
-		raw[i] = []any{c.Key, int64(b.Height), b.Hash, b.Timestamp, b.Bytes}
+		raw[i] = []any{c.Key, int64(b.Height), b.Hash, b.Timestamp, b.stored(), int64(b.Encoding)}
 	}
 	if err := tx.CopyFrom(ctx, "raw_blocks", rawBlockColumns, raw); err != nil {
 		return fmt.Errorf("store raw blocks %d..%d: %w", blocks[0].Height, blocks[len(blocks)-1].Height, err)
@@ -445,7 +452,7 @@ func (p *Pipeline) committed(c Chain, last, n, tip uint64, st *streamState) {
 	}
 }
 
-var rawBlockColumns = []string{"chain_key", "height", "hash", "block_time", "body"}
+var rawBlockColumns = []string{"chain_key", "height", "hash", "block_time", "body", "encoding"}
 
 // SetCheckpoint records the last indexed block of a chain inside tx.
 func SetCheckpoint(ctx context.Context, tx *store.Tx, chain string, last RawBlock, tip uint64) error {

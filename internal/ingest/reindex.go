@@ -92,7 +92,7 @@ func reapply(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock, next
 }
 
 func readRaw(ctx context.Context, db storeDB, chain string, from int64, limit int) ([]RawBlock, error) {
-	rows, err := db.QueryContext(ctx, `SELECT height, hash, block_time, body FROM raw_blocks
+	rows, err := db.QueryContext(ctx, `SELECT height, hash, block_time, body, encoding FROM raw_blocks
 		WHERE chain_key = $1 AND height >= $2 ORDER BY height LIMIT $3`, chain, from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("reindex: read raw blocks of %s: %w", chain, err)
@@ -102,8 +102,14 @@ func readRaw(ctx context.Context, db storeDB, chain string, from int64, limit in
 	for rows.Next() {
 		var b RawBlock
 		var h int64
-		if err := rows.Scan(&h, &b.Hash, &b.Timestamp, &b.Bytes); err != nil {
+		var body []byte
+		var enc RawEncoding
+		if err := rows.Scan(&h, &b.Hash, &b.Timestamp, &body, &enc); err != nil {
 			return nil, fmt.Errorf("reindex: read raw blocks of %s: %w", chain, err)
+		}
+		var err error
+		if b.Bytes, err = RawBody(body, enc); err != nil {
+			return nil, fmt.Errorf("reindex: %s block %d: %w", chain, h, err)
 		}
 		b.Height = uint64(h)
 		out = append(out, b)

@@ -138,6 +138,13 @@ const (
 		tip_height = excluded.tip_height, updated_at = excluded.updated_at`
 )
 
+// Prepare lets the inner indexer prepare b (ingest.Preparer).
+func (r *Rollup) Prepare(b *ingest.RawBlock) {
+	if p, ok := r.inner.(ingest.Preparer); ok {
+		p.Prepare(b)
+	}
+}
+
 // Apply indexes b with the inner indexer, then notes its rollup changes
 // (written by Flush, in the same transaction).
 func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {

@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+
+	_ "github.com/mattn/go-sqlite3" // the older database is made without the store
 )
 
 func TestMain(m *testing.M) { storetest.Main(m) }
@@ -107,4 +110,48 @@ func TestBackendOnlyMigration(t *testing.T) {
 			t.Fatalf("raw_blocks.body compression %q, want l (lz4)", method)
 		}
 	})
+}
+
+// A new SQLite database gets the writer's page size and WAL mode; one created
+// with another page size keeps it (a WAL database cannot change it) and opens
+// as before.
+func TestSQLitePageSize(t *testing.T) {
+	ctx := context.Background()
+	pragmas := func(t *testing.T, path string) (size int, mode string) {
+		t.Helper()
+		db, err := store.Open(ctx, "sqlite:"+path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS t (x INTEGER)`); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		return size, mode
+	}
+	dir := t.TempDir()
+	if size, mode := pragmas(t, dir+"/new.db"); size != 8192 || mode != "wal" {
+		t.Errorf("new database: page size %d, journal %s; want 8192, wal", size, mode)
+	}
+
+	// An older database: 4096-byte pages, already in WAL mode.
+	old, err := sql.Open("sqlite3", "file:"+dir+"/old.db?_journal_mode=WAL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA page_size = 4096`, `CREATE TABLE t (x INTEGER)`, `INSERT INTO t VALUES (1)`} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	if size, mode := pragmas(t, dir+"/old.db"); size != 4096 || mode != "wal" {
+		t.Errorf("older database: page size %d, journal %s; want 4096, wal", size, mode)
+	}
 }

@@ -12,8 +12,8 @@ import (
 
 // Tx is one write transaction. Ingestion writes a batch of blocks and the
 // chain checkpoint through one Tx, so a crash leaves either all or none.
-// Prepared statements are cached for the life of the Tx: a batch executes the
-// same few inserts thousands of times.
+// A batch executes the same few inserts thousands of times: statements stay
+// prepared (see Exec).
 type Tx struct {
 	db    *DB
 	tx    *sql.Tx
@@ -58,14 +58,24 @@ func (t *Tx) stmtCtx(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Exec runs a statement through the per-transaction statement cache.
+// Exec runs a statement. On SQLite the writer connection's own statement
+// cache keeps it prepared across transactions (writerStmtCache); on
+// PostgreSQL it is prepared once per transaction.
 func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	ctx = t.stmtCtx(ctx)
-	s, err := t.stmt(ctx, q)
-	if err != nil {
-		return nil, err
+	var (
+		res sql.Result
+		err error
+	)
+	if t.db.dialect == SQLite {
+		res, err = t.tx.ExecContext(ctx, q, args...)
+	} else {
+		var s *sql.Stmt
+		if s, err = t.stmt(ctx, q); err != nil {
+			return nil, err
+		}
+		res, err = s.ExecContext(ctx, args...)
 	}
-	res, err := s.ExecContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: exec %q: %w", abbreviate(q), err)
 	}
@@ -75,6 +85,9 @@ func (t *Tx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error
 // Query runs a query inside the transaction (reads its own writes).
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	ctx = t.stmtCtx(ctx)
+	if t.db.dialect == SQLite {
+		return t.tx.QueryContext(ctx, q, args...)
+	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		return nil, err
@@ -85,6 +98,9 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 // QueryRow runs a single-row query inside the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	ctx = t.stmtCtx(ctx)
+	if t.db.dialect == SQLite {
+		return t.tx.QueryRowContext(ctx, q, args...)
+	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
 		// A failed prepare surfaces at Scan through the transaction's own QueryRow.

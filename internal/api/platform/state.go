@@ -23,6 +23,7 @@ import (
 	safemath "github.com/ava-labs/avalanchego/utils/math"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/proposervm"
+	"github.com/permafrost-dev/permafrost/internal/ingest"
 )
 
 // errNotIndexed: nothing of the P-chain is indexed yet.
@@ -98,8 +99,9 @@ func (s *Service) blockAt(ctx context.Context, h uint64) (ids.ID, []byte, error)
 	var (
 		hash string
 		body []byte
+		enc  ingest.RawEncoding
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT hash, body FROM raw_blocks WHERE chain_key = 'P' AND height = $1`, int64(h)).Scan(&hash, &body)
+	err := s.db.QueryRowContext(ctx, `SELECT hash, body, encoding FROM raw_blocks WHERE chain_key = 'P' AND height = $1`, int64(h)).Scan(&hash, &body, &enc)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ids.Empty, nil, database.ErrNotFound
 	}
@@ -112,6 +114,9 @@ func (s *Service) blockAt(ctx context.Context, h uint64) (ids.ID, []byte, error)
 	}
 	// Stored as the node's index served it when it could: the proposervm
 	// wrapper, whose inner block is what platform.getBlock answers.
+	if body, err = ingest.RawBody(body, enc); err != nil {
+		return ids.Empty, nil, fmt.Errorf("raw P block %d: %w", h, err)
+	}
 	inner, _, err := proposervm.Unwrap(body, hash)
 	if err != nil {
 		return ids.Empty, nil, fmt.Errorf("raw P block %d: %w", h, err)

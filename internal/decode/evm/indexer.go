@@ -138,13 +138,32 @@ type Indexer struct {
 
 	mu      sync.Mutex
 	blk     block
+	parsed  sync.Pool // of *block, for Prepare
 	w       *writer
 	applied bool   // a block was applied since the caches were dropped
 	last    uint64 // its height
 	logBuf  []Log  // reused by sinkLogs
 }
 
-var _ ingest.Batcher = (*Indexer)(nil)
+var (
+	_ ingest.Batcher  = (*Indexer)(nil)
+	_ ingest.Preparer = (*Indexer)(nil)
+)
+
+// Prepare parses the block ahead of Apply (ingest.Preparer): parsing is a
+// tenth of Apply's time. On a parse error it leaves the block unprepared:
+// Apply parses again and reports the error.
+func (ix *Indexer) Prepare(rb *ingest.RawBlock) {
+	b, _ := ix.parsed.Get().(*block)
+	if b == nil {
+		b = new(block)
+	}
+	if err := b.parse(rb.Bytes); err != nil {
+		ix.parsed.Put(b)
+		return
+	}
+	rb.Prepared = b
+}
 
 // NewIndexer returns the indexer for cfg.
 func NewIndexer(cfg Config) (*Indexer, error) {
@@ -200,9 +219,16 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 		}
 		ix.applied, ix.last = true, rb.Height
 	}()
-	b := &ix.blk
-	if err := b.parse(rb.Bytes); err != nil {
-		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+	b, prepared := rb.Prepared.(*block)
+	if prepared {
+		// Nothing refers to the parsed block after Apply: its rows are
+		// written, and log sinks keep no Log past their call.
+		defer ix.parsed.Put(b)
+	} else {
+		b = &ix.blk
+		if err := b.parse(rb.Bytes); err != nil {
+			return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+		}
 	}
 	if b.number != rb.Height {
 		return fmt.Errorf("evm %s: block %d: body is block %d", ix.cfg.ChainKey, rb.Height, b.number)

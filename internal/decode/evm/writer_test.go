@@ -220,3 +220,71 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		}
 	})
 }
+
+// Blocks parsed ahead by Prepare (on the pipeline's fetch goroutine) index
+// exactly as blocks Apply parses itself; a block Prepare cannot parse is
+// left to Apply, which reports the error.
+func TestPreparedBlocksIndexTheSame(t *testing.T) {
+	const n, perBlock = 60, 20
+	gen := NewGenerator(5, perBlock)
+	alloc := gen.Alloc()
+	blocks := make([]ingest.RawBlock, 0, n)
+	for i := 0; i < n; i++ {
+		blocks = append(blocks, gen.Next())
+	}
+	tables := []string{
+		"SELECT number, hash, tx_count, gas_used FROM evm_blocks ORDER BY 1",
+		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, gas_used, status FROM evm_txs ORDER BY 1, 2",
+		"SELECT block_number, log_index, address, topic0, topic1, topic2, data FROM evm_logs ORDER BY 1, 2",
+		"SELECT block_number, log_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2",
+		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
+		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
+	}
+	newIx := func(t *testing.T) *Indexer {
+		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	storetest.ForEachBackend(t, func(t *testing.T, plain *store.DB) {
+		indextest.Apply(t, plain, newIx(t), blocks, 20)
+		want := dumpTables(t, plain, tables)
+
+		db := storetest.Open(t, storetest.DSNFor(t, map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[plain.Dialect()]))
+		ix := newIx(t)
+		prepared := make([]ingest.RawBlock, len(blocks))
+		copy(prepared, blocks)
+		for i := 0; i < len(prepared); i += 20 {
+			// Prepared a batch ahead, as the pipeline does.
+			ingest.Prepare(ix, prepared[i:i+20])
+			for _, b := range prepared[i : i+20] {
+				if b.Prepared == nil {
+					t.Fatalf("block %d not prepared", b.Height)
+				}
+			}
+			indextest.Apply(t, db, ix, prepared[i:i+20], 20)
+		}
+		got := dumpTables(t, db, tables)
+		for i := range tables {
+			if got[i] != want[i] {
+				t.Errorf("%s differs when blocks are prepared", tables[i])
+			}
+		}
+
+		bad := gen.Next()
+		bad.Bytes = bad.Bytes[:len(bad.Bytes)/2]
+		ix.Prepare(&bad)
+		if bad.Prepared != nil {
+			t.Fatal("a truncated block was prepared")
+		}
+		tx, err := db.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck
+		if err := ix.Apply(context.Background(), tx, bad); err == nil {
+			t.Fatal("Apply accepted a truncated block")
+		}
+	})
+}

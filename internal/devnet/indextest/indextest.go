@@ -31,7 +31,7 @@ func XBlocks(t testing.TB) []ingest.RawBlock {
 	t.Helper()
 	var out []ingest.RawBlock
 	for _, b := range devnet.XBlocks(t) {
-		out = append(out, ingest.RawBlock(b))
+		out = append(out, ingest.RawBlock{Height: b.Height, Hash: b.Hash, Bytes: b.Bytes, Timestamp: b.Timestamp})
 	}
 	return out
 }
