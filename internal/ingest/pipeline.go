@@ -282,12 +282,15 @@ func prefetch(ctx context.Context, c Chain, from, to uint64, size, batch int) <-
 	var enc rawEncoder
 	go func() {
 		defer close(out)
+		// The first chunk is smaller: the writer starts sooner.
+		n := uint64(max(size/4, 1))
 		for lo := from; ; {
 			batchEnd := lo + uint64(batch) - 1 - (lo-from)%uint64(batch)
 			hi := min(to, batchEnd)
-			if hi-lo >= uint64(size) {
-				hi = lo + uint64(size) - 1
+			if hi-lo >= n {
+				hi = lo + n - 1
 			}
+			n = uint64(size)
 			blocks, err := c.Source.Fetch(ctx, lo, hi)
 			if err == nil {
 				err = validateBatch(blocks, lo, hi)

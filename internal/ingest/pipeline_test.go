@@ -230,9 +230,10 @@ func (s *recordingSource) Fetch(ctx context.Context, from, to uint64) ([]RawBloc
 	return out, nil
 }
 
-// Fetching is cut in chunks of FetchSize heights that never straddle a
-// batch, and a transaction commits at each multiple of BatchSize heights (and
-// at the tip), whatever the source answers per call.
+// Fetching is cut in chunks of FetchSize heights (the first a quarter of
+// that) that never straddle a batch, and a transaction commits at each
+// multiple of BatchSize heights (and at the tip), whatever the source answers
+// per call.
 func TestPipelineChunksAndBatches(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -242,11 +243,11 @@ func TestPipelineChunksAndBatches(t *testing.T) {
 		wantCommits  string
 	}{
 		{"chunks of 4 in batches of 10", 10, 4, 0,
-			"[[0 3] [4 7] [8 9] [10 13] [14 17] [18 19] [20 23] [24 25]]", "[9 19 25]"},
-		{"default chunk", 10, 0, 0, "[[0 9] [10 19] [20 25]]", "[9 19 25]"},
-		{"chunk larger than the batch", 8, 20, 0, "[[0 7] [8 15] [16 23] [24 25]]", "[7 15 23 25]"},
+			"[[0 0] [1 4] [5 8] [9 9] [10 13] [14 17] [18 19] [20 23] [24 25]]", "[9 19 25]"},
+		{"default chunk", 10, 0, 0, "[[0 1] [2 9] [10 19] [20 25]]", "[9 19 25]"},
+		{"chunk larger than the batch", 8, 20, 0, "[[0 1] [2 7] [8 15] [16 23] [24 25]]", "[7 15 23 25]"},
 		{"short answers", 10, 5, 3,
-			"[[0 4] [3 7] [6 9] [9 9] [10 14] [13 17] [16 19] [19 19] [20 24] [23 25]]", "[9 19 25]"},
+			"[[0 0] [1 5] [4 8] [7 9] [10 14] [13 17] [16 19] [19 19] [20 24] [23 25]]", "[9 19 25]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,7 +289,7 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
 			t.Fatal(err)
 		}
-		src := &recordingSource{tip: 20, stallAt: 5, release: make(chan struct{})}
+		src := &recordingSource{tip: 20, stallAt: 9, release: make(chan struct{})}
 		committed := make(chan uint64, 10)
 		opts := Options{UntilTip: true, MaxBatchWait: 20 * time.Millisecond,
 			AfterCommit: func(_ string, h uint64) { committed <- h }}
@@ -299,8 +300,8 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 		go func() { done <- New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx) }()
 		select {
 		case h := <-committed:
-			if h != 4 {
-				t.Fatalf("first commit at %d while the source stalls, want 4", h)
+			if h != 5 { // chunks 0..0 and 1..5 came; 6..10 stalls
+				t.Fatalf("first commit at %d while the source stalls, want 5", h)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatal("nothing committed while the source stalls")

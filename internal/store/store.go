@@ -98,8 +98,10 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	}
 	// The writer gets the pragmas of a bulk writer (see writerPragmas), and
 	// keeps its prepared statements across transactions (see Tx.Exec). It
-	// sets WAL mode itself, after the page size of a new database.
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + fmt.Sprintf("&_txlock=immediate&_stmt_cache_size=%d", writerStmtCache),
+	// sets WAL mode itself, after the page size of a new database. Its
+	// connection takes no mutex per call (_mutex=no): database/sql hands a
+	// connection to one goroutine at a time.
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + fmt.Sprintf("&_txlock=immediate&_mutex=no&_stmt_cache_size=%d", writerStmtCache),
 		pragmas: writerPragmas(!memory)})
 	if !memory {
 		common += "&_journal_mode=WAL"
