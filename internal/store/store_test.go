@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"testing"
 
@@ -154,4 +155,74 @@ func TestSQLitePageSize(t *testing.T) {
 	if size, mode := pragmas(t, dir+"/old.db"); size != 4096 || mode != "wal" {
 		t.Errorf("older database: page size %d, journal %s; want 4096, wal", size, mode)
 	}
+}
+
+type heightKind int32 // a named integer type, converted like database/sql does
+
+// A transaction reads its own writes, takes what database/sql takes as
+// arguments, is done after Commit or Rollback, and leaves the writer's
+// connection outside any transaction, even after a failed statement.
+func TestTxLifecycle(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE tx_test (k BIGINT PRIMARY KEY, s TEXT, b BOOLEAN)`); err != nil {
+			t.Fatal(err)
+		}
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := [][]any{
+			{int64(1), "one", true},
+			{heightKind(2), sql.NullString{String: "two", Valid: true}, false},
+			{3, nil, nil},
+		}
+		for _, a := range args {
+			if _, err := tx.Exec(ctx, `INSERT INTO tx_test (k, s, b) VALUES ($1, $2, $3)`, a...); err != nil {
+				t.Fatalf("insert %v: %v", a, err)
+			}
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM tx_test WHERE s IS NOT NULL`).Scan(&n); err != nil || n != 2 {
+			t.Fatalf("own writes: %d, %v", n, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM tx_test`); err == nil {
+			t.Error("Exec after Commit succeeded")
+		}
+		if err := tx.Rollback(); !errors.Is(err, sql.ErrTxDone) {
+			t.Errorf("Rollback after Commit: %v", err)
+		}
+
+		tx, err = db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO tx_test (k, s) VALUES ($1, $2)`, 1, "again"); err == nil {
+			t.Fatal("duplicate key accepted")
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		// The connection is back in autocommit: this insert stays.
+		if _, err := db.ExecContext(ctx, `INSERT INTO tx_test (k, s) VALUES (4, 'four')`); err != nil {
+			t.Fatal(err)
+		}
+		tx, err = db.Begin(ctx)
+		if err != nil {
+			t.Fatalf("begin after a rolled-back failure: %v", err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		var s string
+		if err := db.QueryRowContext(ctx, `SELECT s FROM tx_test WHERE k = 4`).Scan(&s); err != nil || s != "four" {
+			t.Fatalf("autocommit insert: %q, %v", s, err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tx_test`).Scan(&n); err != nil || n != 4 {
+			t.Fatalf("rows = %d, %v", n, err)
+		}
+	})
 }

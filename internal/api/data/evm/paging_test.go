@@ -167,6 +167,18 @@ func TestPaginationProperty(t *testing.T) {
 	})
 }
 
+// tamper changes one character inside a token's signature. (Replacing the
+// last characters is not enough: the signature is random, and the last
+// base64 character also carries padding bits a decoder may ignore.)
+func tamper(tok string) string {
+	i := len(tok) - 5
+	c := byte('A')
+	if tok[i] == 'A' {
+		c = 'B'
+	}
+	return tok[:i] + string(c) + tok[i+1:]
+}
+
 // A page token continues only the query that made it.
 func TestPageTokenBinding(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
@@ -194,7 +206,7 @@ func TestPageTokenBinding(t *testing.T) {
 			{withQuery("/v1/chains/88888/addresses/"+carol+"/transactions:listNative", "pageToken", tok), "other parameters"},
 			{withQuery("/v1/chains/88888/tokens/"+erc20+"/transfers", "pageToken", tok), "another endpoint"},
 			{withQuery("/v1/chains/88888/addresses/"+alice+"/balances:listErc20", "pageToken", tok), "another endpoint"},
-			{withQuery(native, "pageToken", tok[:len(tok)-2]+"AA"), "pageToken"},
+			{withQuery(native, "pageToken", tamper(tok)), "pageToken"},
 			{withQuery(native, "pageToken", "A"+tok), "pageToken"},
 			{withQuery(native, "pageToken", strings.Repeat("x", 3000)), "pageToken"},
 		} {
