@@ -224,9 +224,12 @@ type streamState struct {
 	lastLog time.Time
 }
 
-// prefetchChunks is how many fetched chunks may wait for the writer: enough
-// to keep the source busy while a batch commits, few enough to bound memory.
-const prefetchChunks = 4
+// prefetchChunks is how many fetched chunks may wait for the writer (the
+// prefetcher holds one more while it waits to hand it over). One is enough to
+// keep the writer fed; more only held prepared blocks longer: with 4,
+// ingestion was 4% slower (more for the garbage collector to scan) and took
+// 80 MB more memory (docs/benchmarks.md).
+const prefetchChunks = 1
 
 // chunk is one Source.Fetch answer on its way to the writer.
 type chunk struct {
