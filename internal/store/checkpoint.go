@@ -9,7 +9,7 @@ import (
 // walBackstopPages is the writer's own wal_autocheckpoint: reached only when
 // the background checkpointer falls behind (e.g. long readers hold old
 // snapshots), so the WAL cannot grow without bound.
-const walBackstopPages = 100000 // 400 MB at 4 KB pages
+const walBackstopPages = 100000 // 800 MB at 8 KiB pages (400 MB at 4 KiB)
 
 // checkpointer copies the WAL back into a file database on its own
 // connection, right after each commit (PASSIVE: it never blocks the writer or
