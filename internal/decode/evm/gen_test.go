@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
-	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -16,20 +15,12 @@ import (
 // fees, no balance is negative, token supply equals what was minted, and the
 // current tables agree with the latest history rows.
 func TestGeneratedChainInvariants(t *testing.T) {
-	const n, perBlock = 150, 20
-	gen := NewGenerator(42, perBlock)
+	const n, perBlock = 150, 20 // generated's
+	gen, blocks := generated(42, n)
 	alloc := gen.Alloc()
-	blocks := make([]ingest.RawBlock, 0, n)
-	for i := 0; i < n; i++ {
-		blocks = append(blocks, gen.Next())
-	}
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		indextest.Apply(t, db, ix, blocks, 25)
+		indextest.Apply(t, db, genIndexer(t, gen), blocks, 25)
 
 		sum := func(q string) *big.Int {
 			rows, err := db.QueryContext(ctx, q)

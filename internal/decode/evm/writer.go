@@ -622,7 +622,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if cur := w.currentNative(a); cur != nil {
+		if cur := current(w.cacheN, w.dirtyN, a); cur != nil {
 			cur.Add(cur, d)
 			w.queueNative(a, cur, num)
 			continue
@@ -651,7 +651,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if cur := w.currentToken(k); cur != nil {
+		if cur := current(w.cacheT, w.dirtyT, k); cur != nil {
 			cur.Add(cur, d)
 			w.queueToken(k, cur, num)
 			continue
@@ -761,26 +761,14 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 	w.dirtyT[k] = dirtyBalance{bal, num}
 }
 
-// currentNative is a's current balance if known without a read (cached, or
-// changed in this batch), to be updated in place; nil otherwise.
-func (w *writer) currentNative(a common.Address) *big.Int {
-	if v, ok := w.cacheN[a]; ok {
+// current is k's current balance if known without a read (cached, or changed
+// in this batch), to be updated in place; nil otherwise.
+func current[K comparable](cache map[K]*big.Int, dirty map[K]dirtyBalance, k K) *big.Int {
+	if v, ok := cache[k]; ok {
 		return v
 	}
-	if d, ok := w.dirtyN[a]; ok {
-		w.cacheN[a] = d.bal
-		return d.bal
-	}
-	return nil
-}
-
-// currentToken is currentNative for a token balance.
-func (w *writer) currentToken(k tokenKey) *big.Int {
-	if v, ok := w.cacheT[k]; ok {
-		return v
-	}
-	if d, ok := w.dirtyT[k]; ok {
-		w.cacheT[k] = d.bal
+	if d, ok := dirty[k]; ok {
+		cache[k] = d.bal
 		return d.bal
 	}
 	return nil

@@ -50,20 +50,8 @@ func TestInsertStatements(t *testing.T) {
 // restart) reads the stored balances it has not cached; one that indexes from
 // genesis knows every balance and reads none. Both must write the same rows.
 func TestRestartedIndexerMatchesOneRun(t *testing.T) {
-	const n, perBlock = 120, 20
-	gen := NewGenerator(7, perBlock)
-	alloc := gen.Alloc()
-	blocks := make([]ingest.RawBlock, 0, n)
-	for i := 0; i < n; i++ {
-		blocks = append(blocks, gen.Next())
-	}
-	newIx := func(t *testing.T) *Indexer {
-		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
+	gen, blocks := generated(7, 120)
+	newIx := func(t *testing.T) *Indexer { return genIndexer(t, gen) }
 	tables := []string{
 		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
 		"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
@@ -77,7 +65,7 @@ func TestRestartedIndexerMatchesOneRun(t *testing.T) {
 		indextest.Apply(t, one, newIx(t), blocks, 25)
 		want := dumpTables(t, one, tables)
 
-		restarted := storetest.Open(t, storetest.DSNFor(t, map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[one.Dialect()]))
+		restarted := sameBackend(t, one)
 		indextest.Apply(t, restarted, newIx(t), blocks[:60], 25)
 		indextest.Apply(t, restarted, newIx(t), blocks[60:], 25)
 		got := dumpTables(t, restarted, tables)
@@ -90,6 +78,33 @@ func TestRestartedIndexerMatchesOneRun(t *testing.T) {
 			t.Fatal("no native balances indexed")
 		}
 	})
+}
+
+// generated is the generator seeded with seed after n blocks of 20 txs, and
+// those blocks.
+func generated(seed int64, n int) (*Generator, []ingest.RawBlock) {
+	gen := NewGenerator(seed, 20)
+	blocks := make([]ingest.RawBlock, 0, n)
+	for i := 0; i < n; i++ {
+		blocks = append(blocks, gen.Next())
+	}
+	return gen, blocks
+}
+
+// genIndexer is an indexer of gen's chain ("gen", from its genesis alloc).
+func genIndexer(t *testing.T, gen *Generator) *Indexer {
+	t.Helper()
+	ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: gen.Alloc()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// sameBackend opens a fresh database of db's backend.
+func sameBackend(t *testing.T, db *store.DB) *store.DB {
+	t.Helper()
+	return storetest.Open(t, storetest.DSNFor(t, map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[db.Dialect()]))
 }
 
 func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
@@ -134,13 +149,7 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 // and with a batch abandoned halfway (Discard), the tables must be those of
 // one block per transaction, and each current balance its history's last.
 func TestBalancesFlushedPerBatch(t *testing.T) {
-	const n, perBlock = 120, 20
-	gen := NewGenerator(11, perBlock)
-	alloc := gen.Alloc()
-	blocks := make([]ingest.RawBlock, 0, n)
-	for i := 0; i < n; i++ {
-		blocks = append(blocks, gen.Next())
-	}
+	gen, blocks := generated(11, 120)
 	tables := []string{
 		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
 		"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
@@ -158,10 +167,7 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 			AND h.token_id = b.token_id ORDER BY h.block_number DESC LIMIT 1)`,
 	}
 	newIx := func(t *testing.T, cached int) *Indexer {
-		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
-		if err != nil {
-			t.Fatal(err)
-		}
+		ix := genIndexer(t, gen)
 		if cached > 0 {
 			ix.w.maxCached = cached
 		}
@@ -173,7 +179,6 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		if !strings.Contains(want[2], "\n") {
 			t.Fatal("no token balances indexed")
 		}
-		dsn := map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[perBlockDB.Dialect()]
 		cases := []struct {
 			name   string
 			cached int
@@ -202,7 +207,7 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				db := storetest.Open(t, storetest.DSNFor(t, dsn))
+				db := sameBackend(t, perBlockDB)
 				c.apply(t, db, newIx(t, c.cached))
 				got := dumpTables(t, db, tables)
 				for i := range tables {
@@ -225,13 +230,7 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 // exactly as blocks Apply parses itself; a block Prepare cannot parse is
 // left to Apply, which reports the error.
 func TestPreparedBlocksIndexTheSame(t *testing.T) {
-	const n, perBlock = 60, 20
-	gen := NewGenerator(5, perBlock)
-	alloc := gen.Alloc()
-	blocks := make([]ingest.RawBlock, 0, n)
-	for i := 0; i < n; i++ {
-		blocks = append(blocks, gen.Next())
-	}
+	gen, blocks := generated(5, 60)
 	tables := []string{
 		"SELECT number, hash, tx_count, gas_used FROM evm_blocks ORDER BY 1",
 		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, gas_used, status FROM evm_txs ORDER BY 1, 2",
@@ -240,19 +239,12 @@ func TestPreparedBlocksIndexTheSame(t *testing.T) {
 		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
 		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
 	}
-	newIx := func(t *testing.T) *Indexer {
-		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: alloc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ix
-	}
 	storetest.ForEachBackend(t, func(t *testing.T, plain *store.DB) {
-		indextest.Apply(t, plain, newIx(t), blocks, 20)
+		indextest.Apply(t, plain, genIndexer(t, gen), blocks, 20)
 		want := dumpTables(t, plain, tables)
 
-		db := storetest.Open(t, storetest.DSNFor(t, map[store.Dialect]string{store.SQLite: "sqlite", store.Postgres: "postgres"}[plain.Dialect()]))
-		ix := newIx(t)
+		db := sameBackend(t, plain)
+		ix := genIndexer(t, gen)
 		prepared := make([]ingest.RawBlock, len(blocks))
 		copy(prepared, blocks)
 		for i := 0; i < len(prepared); i += 20 {
