@@ -38,6 +38,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB
 	}
 	set, err := chains.Build(ctx, chains.Options{
 		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
+		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency,
 	})
 	if err != nil {
 		db.Close()

@@ -37,8 +37,11 @@ type Options struct {
 	GenesisPath string   // genesis file for networks other than mainnet/fuji
 	EVMRPCs     []string // further EVM chains
 	BatchSize   int      // blocks per write transaction
-	Workers     int      // P/X blocks fetched in parallel
-	Log         *slog.Logger
+	// RPCBatch and RPCConcurrency: EVM heights per JSON-RPC batch and
+	// batches in flight (0: source.EVMOptions' defaults).
+	RPCBatch, RPCConcurrency int
+	Workers                  int // P/X blocks fetched in parallel
+	Log                      *slog.Logger
 }
 
 // Set is the network and the chains built for it.
@@ -83,7 +86,8 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	set := &Set{NetworkID: networkID, Genesis: g, Node: node}
 	workers := max(o.Workers, 8)
 
-	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, source.EVMOptions{})
+	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency}
+	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, evmOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +98,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	evmChains := []evmChain{{key: "C", name: "C-Chain", blockchainID: cTx.ID(), chainID: cChainID, src: cEVM}}
 	var extraKeys []pchain.ChainKey
 	for _, u := range o.EVMRPCs {
-		src, err := source.NewEVM(ctx, u, source.EVMOptions{})
+		src, err := source.NewEVM(ctx, u, evmOpts)
 		if err != nil {
 			return nil, err
 		}

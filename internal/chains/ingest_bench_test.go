@@ -47,7 +47,11 @@ const (
 	benchTxPerBlock  = 20
 	benchIngestBatch = 500 // blocks per store transaction
 	benchRPCBatch    = 50  // heights per JSON-RPC batch (2 calls each)
-	benchRPCConc     = 4   // batches in flight
+	// Batches in flight: 1, the node being local (permafrost's
+	// --rpc-concurrency 1). With 4, each chunk's fetch bursts onto both cores
+	// at once and slows the writer: 3.5% fewer blocks/s, 75 MB more memory
+	// (docs/benchmarks.md).
+	benchRPCConc = 1
 )
 
 // BenchmarkIngestEVM measures the whole ingest path for generated C-chain-like

@@ -24,7 +24,12 @@ type Config struct {
 	Genesis       string
 	LogFormat     string
 	BatchSize     int
-	Poll          time.Duration
+	// RPCBatch and RPCConcurrency shape the EVM chains' block fetches
+	// (heights per JSON-RPC batch, batches in flight; 0: the source's
+	// defaults).
+	RPCBatch       int
+	RPCConcurrency int
+	Poll           time.Duration
 	// PublicURL is the absolute base URL clients reach this server at (export download links).
 	PublicURL string
 	ExportDir string
@@ -74,6 +79,8 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Genesis, "genesis", "", "genesis config file for networks other than mainnet and fuji")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.IntVar(&c.BatchSize, "batch-size", 256, "blocks per write transaction (SQLite writes pages shared by several blocks once per commit)")
+	fs.IntVar(&c.RPCBatch, "rpc-batch", 0, "EVM chains: heights per JSON-RPC batch, 1..500 (0: 20)")
+	fs.IntVar(&c.RPCConcurrency, "rpc-concurrency", 0, "EVM chains: JSON-RPC batches in flight, 1..64 (0: 4; 1 suits a node on the same machine)")
 	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to ask the node for new blocks at the tip")
 	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
 	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")

@@ -112,7 +112,10 @@ func Devnet(t testing.TB, backend string) *Env {
 	if os.Getenv("TESTENV_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(DevnetDir(t), "genesis.json"), Log: log, BatchSize: 16})
+	// Small JSON-RPC batches: the recorded C-chain is fetched in several
+	// batches and chunks, as a long chain is.
+	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(DevnetDir(t), "genesis.json"), Log: log, BatchSize: 16,
+		RPCBatch: 3, RPCConcurrency: 2})
 	if err != nil {
 		t.Fatalf("testenv: build chains: %v", err)
 	}
