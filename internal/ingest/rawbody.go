@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/klauspost/compress/s2"
@@ -72,5 +71,5 @@ func RawBody(body []byte, enc RawEncoding) ([]byte, error) {
 		}
 		return out, nil
 	}
-	return nil, errors.New("stored raw block: unknown encoding " + fmt.Sprint(int64(enc)))
+	return nil, fmt.Errorf("stored raw block: unknown encoding %d", int64(enc))
 }

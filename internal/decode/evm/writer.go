@@ -585,15 +585,10 @@ func (w *writer) buildNFTs(num int64) {
 
 // write runs the block's statements: a handful per block whatever its size.
 func (w *writer) write(ctx context.Context, tx *store.Tx) error {
-	if tx.Dialect() == store.SQLite {
-		// go-sqlite3 runs a statement under a cancellable context on a new
-		// goroutine (to interrupt it on cancel): two goroutine hand-offs
-		// per statement. These statements are short and in-process; the
-		// context is checked once per block instead.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		ctx = context.WithoutCancel(ctx)
+	// SQLite statements do not watch ctx (store.Tx); it is checked once per
+	// block here.
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if err := w.balances(ctx, tx); err != nil {
 		return err
@@ -786,17 +781,17 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	w.natBal.blockArgs = append(w.natBal.blockArgs, w.chain)
 	w.tokBal.blockArgs = append(w.tokBal.blockArgs, w.chain)
 
-	nat := make([]string, 0, len(w.dirtyN))
-	natBy := make(map[string]dirtyBalance, len(w.dirtyN))
-	for a, d := range w.dirtyN {
-		h := hexString(a[:])
-		nat = append(nat, h)
-		natBy[h] = d
+	type natRow struct {
+		addr string
+		bal  dirtyBalance
 	}
-	slices.Sort(nat)
-	for _, h := range nat {
-		d := natBy[h]
-		w.natBal.args = append(w.natBal.args, h, decimal(d.bal), d.block)
+	nat := make([]natRow, 0, len(w.dirtyN))
+	for a, d := range w.dirtyN {
+		nat = append(nat, natRow{hexString(a[:]), d})
+	}
+	slices.SortFunc(nat, func(a, b natRow) int { return cmp.Compare(a.addr, b.addr) })
+	for _, r := range nat {
+		w.natBal.args = append(w.natBal.args, r.addr, decimal(r.bal.bal), r.bal.block)
 	}
 
 	type tokRow struct {
@@ -821,7 +816,6 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	if tx.Dialect() == store.Postgres {
 		return w.pg.write(ctx, tx, sets)
 	}
-	ctx = context.WithoutCancel(ctx) // see write
 	for _, r := range sets {
 		if err := r.flush(ctx, tx); err != nil {
 			return err
