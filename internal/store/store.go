@@ -55,6 +55,7 @@ type DB struct {
 	read    *sql.DB
 	dsn     string
 	ckpt    *checkpointer // file SQLite databases only
+	exec    *sqliteExec   // SQLite: the write transactions' statements (nil: all through the driver)
 }
 
 // ErrNotFound is returned by lookups that find no row.
@@ -109,7 +110,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	db := &DB{dialect: SQLite, write: w, dsn: dsn}
+	db := &DB{dialect: SQLite, write: w, dsn: dsn, exec: newSQLiteExec()}
 	// The writer connects first: it creates a new database, with its page size.
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
@@ -173,6 +174,9 @@ func (db *DB) Close() error {
 	var err error
 	if db.ckpt != nil {
 		err = db.ckpt.close()
+	}
+	if db.exec != nil {
+		db.exec.close()
 	}
 	if werr := db.write.Close(); err == nil {
 		err = werr

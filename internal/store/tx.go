@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/mattn/go-sqlite3"
 )
 
 // Tx is one write transaction. Ingestion writes a batch of blocks and the
@@ -119,6 +120,13 @@ func (t *Tx) execDriver(ctx context.Context, q string, args []any) (sql.Result, 
 	}
 	var res driver.Result
 	err := t.conn.Raw(func(dc any) error {
+		if sc, ok := dc.(*sqlite3.SQLiteConn); ok && t.db.exec != nil {
+			r, done, err := t.db.exec.exec(sc, q, t.named)
+			if done {
+				res = r
+				return err
+			}
+		}
 		ex, ok := dc.(driver.ExecerContext)
 		if !ok {
 			return fmt.Errorf("driver connection %T cannot execute statements", dc)
