@@ -11,6 +11,7 @@ import (
 	"github.com/ava-labs/libevm/common/hexutil"
 
 	"github.com/permafrost-dev/permafrost/internal/source"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Factory deployers. The indexer knows the creating transaction of a
@@ -177,7 +178,7 @@ func (s *Service) traceBlock(ctx context.Context, c Chain, block int64, want []*
 		if txHash == "" || txHash == "0x0000000000000000000000000000000000000000000000000000000000000000" {
 			// Older nodes leave txHash out: the i-th trace is the i-th tx.
 			if err := s.db.QueryRowContext(ctx, `SELECT hash FROM evm_txs WHERE chain_key = $1 AND block_number = $2 AND tx_index = $3`,
-				c.Key, block, i).Scan(&txHash); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				c.Key, block, i).Scan(store.ScanHex(&txHash)); err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return fmt.Errorf("tx %d of block %d: %w", i, block, err)
 			}
 		}

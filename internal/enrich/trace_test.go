@@ -13,6 +13,7 @@ import (
 	"github.com/ava-labs/libevm/common/hexutil"
 
 	"github.com/permafrost-dev/permafrost/internal/source"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // tracingNode answers debug_traceBlockByNumber with callTracer results
@@ -47,7 +48,7 @@ func (n *tracingNode) BatchCall(ctx context.Context, elems []source.BatchElem) e
 		var out []map[string]any
 		for rows.Next() {
 			var hash, from, to string
-			if err := rows.Scan(&hash, &from, &to); err != nil {
+			if err := rows.Scan(store.ScanHex(&hash), store.ScanHex(&from), store.ScanHex(&to)); err != nil {
 				rows.Close()
 				return err
 			}
@@ -177,7 +178,7 @@ func TestTraceDeployer(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sender string
-			if err := d.DB.QueryRowContext(ctx, `SELECT from_addr FROM evm_txs WHERE chain_key = 'C' AND hash = $1`, tx).Scan(&sender); err != nil {
+			if err := d.DB.QueryRowContext(ctx, `SELECT from_addr FROM evm_txs WHERE chain_key = 'C' AND hash = $1`, store.Hex(tx)).Scan(store.ScanHex(&sender)); err != nil {
 				t.Fatal(err)
 			}
 			want := deployment{kind: "observed", tx: tx, deployer: sender, factory: factory}

@@ -72,7 +72,7 @@ func newEVMSource(db *store.DB, chainKey, chainID string, tip int64, addrs []str
 	args := make([]any, 0, 4*n)
 	for range 4 {
 		for _, a := range addrs {
-			args = append(args, a)
+			args = append(args, store.Hex(a))
 		}
 	}
 	// One ordered stream: the native transactions linked to an address
@@ -157,8 +157,9 @@ func (s *evmSource) day(ctx context.Context, lo, hi int64, emit func([]string) e
 		gasPrice, method, contract                                        string
 	)
 	for rows.Next() {
-		if err := rows.Scan(&kind, &block, &txIndex, &logIndex, &batch, &hash, &blockHash, &blockTime, &from, &to,
-			&value, &ercType, &token, &tokenID, &gasUsed, &gasPrice, &status, &method, &contract); err != nil {
+		if err := rows.Scan(&kind, &block, &txIndex, &logIndex, &batch, store.ScanHex(&hash), store.ScanHex(&blockHash),
+			&blockTime, store.ScanHex(&from), store.ScanHex(&to), &value, &ercType, store.ScanHex(&token), &tokenID,
+			&gasUsed, &gasPrice, &status, &method, store.ScanHex(&contract)); err != nil {
 			return fmt.Errorf("export: read %s rows: %w", s.chain, err)
 		}
 		if kind == 0 && prevKind == 0 && block == prevBlock && txIndex == prevTx {

@@ -63,7 +63,7 @@ func genDays(t testing.TB, db *store.DB, start time.Time, perDay []int, perTx in
 			}
 			bh, th := fmt.Sprintf("0x%064x", block), fmt.Sprintf("0x%064x", 1<<40+block)
 			exec(`INSERT INTO evm_blocks (chain_key, number, hash, parent_hash, timestamp, tx_count, gas_used, gas_limit,
-				miner, size_bytes, state_root, extra_data) VALUES ($1,$2,$3,'0x',$4,1,0,0,'0x',0,'0x','0x')`, genChain, block, bh, ts)
+				miner, size_bytes, state_root, extra_data) VALUES ($1,$2,$3,$4,$5,1,0,0,$4,0,$4,'0x')`, genChain, block, store.Hex(bh), []byte{}, ts)
 			from := genOther
 			if i == 0 {
 				from = genAddr
@@ -71,9 +71,9 @@ func genDays(t testing.TB, db *store.DB, start time.Time, perDay []int, perTx in
 			exec(`INSERT INTO evm_txs (chain_key, block_number, tx_index, hash, block_hash, block_time, from_addr, to_addr,
 				value, gas_limit, gas_price, gas_used, nonce, tx_type, status, method_id, input_size, log_count)
 				VALUES ($1,$2,0,$3,$4,$5,$6,$7,'0',100000,$8,$9,$10,2,1,'0xa9059cbb',68,$11)`,
-				genChain, block, th, bh, ts, from, genToken, genPrice, genGas, block, k)
-			exec(`INSERT INTO evm_address_txs (chain_key, address, block_number, tx_index) VALUES ($1,$2,$3,0)`, genChain, from, block)
-			exec(`INSERT INTO evm_address_txs (chain_key, address, block_number, tx_index) VALUES ($1,$2,$3,0)`, genChain, genToken, block)
+				genChain, block, store.Hex(th), store.Hex(bh), ts, store.Hex(from), store.Hex(genToken), genPrice, genGas, block, k)
+			exec(`INSERT INTO evm_address_txs (chain_key, address, block_number, tx_index) VALUES ($1,$2,$3,0)`, genChain, store.Hex(from), block)
+			exec(`INSERT INTO evm_address_txs (chain_key, address, block_number, tx_index) VALUES ($1,$2,$3,0)`, genChain, store.Hex(genToken), block)
 			dt := time.Unix(ts, 0).UTC().Format(time.RFC3339)
 			common := []string{genChainID, strconv.FormatInt(block, 10), bh, strconv.FormatInt(ts, 10), dt, th, "0"}
 			if want && from == genAddr {
@@ -84,7 +84,7 @@ func genDays(t testing.TB, db *store.DB, start time.Time, perDay []int, perTx in
 				v := strconv.FormatInt(block*1000+int64(l), 10)
 				exec(`INSERT INTO evm_transfers (chain_key, block_number, log_index, batch_index, tx_index, tx_hash, block_time,
 					token, erc_type, from_addr, to_addr, value) VALUES ($1,$2,$3,0,0,$4,$5,$6,'ERC-20',$7,$8,$9)`,
-					genChain, block, l, th, ts, genToken, from, genAddr, v)
+					genChain, block, l, store.Hex(th), ts, store.Hex(genToken), store.Hex(from), store.Hex(genAddr), v)
 				if want {
 					out = append(out, append(append([]string{}, common...), "ERC-20", strconv.Itoa(l), "0", from, genAddr, v,
 						genToken, "'=TKN", "18", "", "", "", "", "success", "0xa9059cbb", ""))

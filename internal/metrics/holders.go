@@ -110,7 +110,7 @@ func (w *holderWriter) touched(ctx context.Context, tx *store.Tx, chain string, 
 	defer rows.Close()
 	var token, from, to string
 	for rows.Next() {
-		if err := rows.Scan(&token, &from, &to); err != nil {
+		if err := rows.Scan(store.ScanHex(&token), store.ScanHex(&from), store.ScanHex(&to)); err != nil {
 			return fmt.Errorf("read transfers: %w", err)
 		}
 		for _, h := range [2]string{from, to} {
@@ -167,7 +167,7 @@ func (w *holderWriter) readBalances(ctx context.Context, tx *store.Tx, chain str
 	args := make([]any, 0, 1+2*len(chunk))
 	args = append(args, chain)
 	for _, p := range chunk {
-		args = append(args, p.holder, p.token)
+		args = append(args, store.Hex(p.holder), store.Hex(p.token))
 	}
 	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
@@ -178,7 +178,7 @@ func (w *holderWriter) readBalances(ctx context.Context, tx *store.Tx, chain str
 	var bal string
 	v := new(big.Int)
 	for rows.Next() {
-		if err := rows.Scan(&p.holder, &p.token, &bal); err != nil {
+		if err := rows.Scan(store.ScanHex(&p.holder), store.ScanHex(&p.token), &bal); err != nil {
 			return fmt.Errorf("read balances: %w", err)
 		}
 		i, ok := w.index[p]

@@ -39,15 +39,15 @@ func (s *scriptIndexer) DerivedTables() []string {
 func (s *scriptIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
 	xs := s.blocks[b.Height]
 	if _, err := tx.Exec(ctx, `INSERT INTO evm_blocks (chain_key, number, hash, parent_hash, timestamp, tx_count, gas_used,
-		gas_limit, miner, size_bytes, state_root, extra_data) VALUES ('C',$1,$2,'0x',$3,$4,0,0,'0x',0,'0x','0x')`,
-		int64(b.Height), b.Hash, b.Timestamp, int64(len(xs))); err != nil {
+		gas_limit, miner, size_bytes, state_root, extra_data) VALUES ('C',$1,$2,$3,$4,$5,0,0,$3,0,$3,'0x')`,
+		int64(b.Height), store.Hex(b.Hash), []byte{}, b.Timestamp, int64(len(xs))); err != nil {
 		return err
 	}
 	touched := map[[4]string]bool{}
 	for i, x := range xs {
 		if _, err := tx.Exec(ctx, `INSERT INTO evm_transfers (chain_key, block_number, log_index, batch_index, tx_index,
-			tx_hash, block_time, token, erc_type, from_addr, to_addr, token_id, value) VALUES ('C',$1,$2,0,$2,'0x',$3,$4,$5,$6,$7,$8,$9)`,
-			int64(b.Height), i, b.Timestamp, x.token, x.typ, x.from, x.to, x.id, x.value); err != nil {
+			tx_hash, block_time, token, erc_type, from_addr, to_addr, token_id, value) VALUES ('C',$1,$2,0,$2,$3,$4,$5,$6,$7,$8,$9,$10)`,
+			int64(b.Height), i, []byte{}, b.Timestamp, store.Hex(x.token), x.typ, store.Hex(x.from), store.Hex(x.to), x.id, x.value); err != nil {
 			return err
 		}
 		v, _ := new(big.Int).SetString(x.value, 10)
@@ -74,7 +74,7 @@ func (s *scriptIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlo
 		if _, err := tx.Exec(ctx, `INSERT INTO evm_token_balances (chain_key, holder, erc_type, token, token_id, balance, block_number)
 			VALUES ('C',$1,$2,$3,$4,$5,$6) ON CONFLICT (chain_key, holder, erc_type, token, token_id)
 			DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number`,
-			k[0], k[1], k[2], k[3], s.bal[k].String(), int64(b.Height)); err != nil {
+			store.Hex(k[0]), k[1], store.Hex(k[2]), k[3], s.bal[k].String(), int64(b.Height)); err != nil {
 			return err
 		}
 	}
@@ -122,7 +122,7 @@ func recomputeHolders(t *testing.T, db *store.DB) map[string]map[string]string {
 	sums := map[string]map[string]*big.Int{}
 	for rows.Next() {
 		var tok, h, bal string
-		if err := rows.Scan(&tok, &h, &bal); err != nil {
+		if err := rows.Scan(store.ScanHex(&tok), store.ScanHex(&h), &bal); err != nil {
 			t.Fatal(err)
 		}
 		v, ok := new(big.Int).SetString(bal, 10)
@@ -230,7 +230,7 @@ func TestHolderRollupScripted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: h, Hash: fmt.Sprintf("0x%x", h), Timestamp: 1_700_000_000 + int64(h)*10}); err != nil {
+			if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: h, Hash: fmt.Sprintf("0x%064x", h), Timestamp: 1_700_000_000 + int64(h)*10}); err != nil {
 				tx.Rollback()
 				t.Fatalf("block %d: %v", h, err)
 			}
@@ -291,7 +291,7 @@ func TestRollupUnknownKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: 0, Hash: "0x0", Timestamp: 1}); err == nil {
+	if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: 0, Hash: "0x00", Timestamp: 1}); err == nil {
 		t.Fatal("unknown kind accepted")
 	}
 }
@@ -307,7 +307,7 @@ func TestRollupMissingBlockRow(t *testing.T) {
 	}
 	defer tx.Rollback()
 	// scriptIndexer writes evm_blocks, so the P rollup finds no px_blocks row.
-	if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: 0, Hash: "0x0", Timestamp: 1}); err == nil {
+	if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: 0, Hash: "0x00", Timestamp: 1}); err == nil {
 		t.Fatal("missing px_blocks row accepted")
 	}
 }

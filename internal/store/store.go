@@ -367,3 +367,9 @@ func (c sqliteConnector) Driver() driver.Driver {
 		return nil
 	}}
 }
+
+// MigrationText is an embedded migration's SQL (tests of data migrations).
+func MigrationText(name string) (string, error) {
+	b, err := migrationFS.ReadFile("migrations/" + name)
+	return string(b), err
+}

@@ -68,7 +68,7 @@ func checkEVMTx(t *testing.T, db *store.DB, w workloadTx) {
 	var block, index, status int64
 	var from string
 	err := db.QueryRowContext(ctx, `SELECT block_number, tx_index, from_addr, status FROM evm_txs
-		WHERE chain_key = 'C' AND hash = $1`, hash).Scan(&block, &index, &from, &status)
+		WHERE chain_key = 'C' AND hash = $1`, store.Hex(hash)).Scan(&block, &index, store.ScanHex(&from), &status)
 	if err != nil {
 		t.Errorf("seq %d %s: not indexed: %v", w.Seq, w.TxID, err)
 		return
@@ -87,7 +87,7 @@ func checkEVMTx(t *testing.T, db *store.DB, w workloadTx) {
 			(SELECT COUNT(*) FROM evm_address_txs WHERE chain_key = 'C' AND address = $1 AND block_number = $2 AND tx_index = $3) +
 			(SELECT COUNT(*) FROM evm_transfers WHERE chain_key = 'C' AND tx_hash = $4 AND (from_addr = $1 OR to_addr = $1 OR token = $1 OR operator = $1)) +
 			(SELECT COUNT(*) FROM evm_logs WHERE chain_key = 'C' AND tx_hash = $4 AND (address = $1 OR topic1 = $5 OR topic2 = $5 OR topic3 = $5))`,
-			a, block, index, hash, topic).Scan(&n)
+			store.Hex(a), block, index, store.Hex(hash), store.Hex(topic)).Scan(&n)
 		if err != nil || n == 0 {
 			t.Errorf("seq %d %s: address %s not linked to the tx or its transfers (%v)", w.Seq, w.Type, a, err)
 		}

@@ -125,12 +125,19 @@ func (g *generator) survey(ctx context.Context) error {
 		defer rows.Close()
 		var out []string
 		for rows.Next() {
-			var s string
+			var v any
 			var n sql.NullInt64
-			if err := rows.Scan(&s, &n); err != nil {
+			if err := rows.Scan(&v, &n); err != nil {
 				return nil, fmt.Errorf("survey %q: %w", q, err)
 			}
-			out = append(out, s)
+			switch v := v.(type) {
+			case []byte: // an address as the EVM tables store it
+				out = append(out, store.HexString(v))
+			case string:
+				out = append(out, v)
+			default:
+				return nil, fmt.Errorf("survey %q: %T value", q, v)
+			}
 		}
 		return out, rows.Err()
 	}

@@ -245,7 +245,7 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 		}
 	}
 	w := ix.w
-	w.begin(ix.cfg.ChainKey, b, hash)
+	w.begin(ix.cfg.ChainKey, b)
 	if b.number == 0 {
 		for a, v := range ix.cfg.GenesisAlloc {
 			w.native(a).Add(w.native(a), v)

@@ -98,7 +98,7 @@ func checkBlocks(t *testing.T, ctx context.Context, db *store.DB, rec *recording
 		var txCount int
 		err := db.QueryRowContext(ctx, `SELECT hash, parent_hash, miner, base_fee, block_gas_cost, ext_data_gas_used,
 			ext_data_hash, timestamp, gas_used, gas_limit, size_bytes, tx_count FROM evm_blocks WHERE chain_key = 'C' AND number = $1`, h).
-			Scan(&hash, &parent, &miner, &baseFee, &bgc, &edgu, &edh, &ts, &gasUsed, &gasLimit, &size, &txCount)
+			Scan(store.ScanHex(&hash), store.ScanHex(&parent), store.ScanHex(&miner), &baseFee, &bgc, &edgu, store.ScanHex(&edh), &ts, &gasUsed, &gasLimit, &size, &txCount)
 		if err != nil {
 			t.Fatalf("block %d: %v", h, err)
 		}
@@ -113,7 +113,7 @@ func checkBlocks(t *testing.T, ctx context.Context, db *store.DB, rec *recording
 		}
 	}
 	var tip string
-	if err := db.QueryRowContext(ctx, `SELECT hash FROM evm_blocks WHERE chain_key = 'C' ORDER BY number DESC LIMIT 1`).Scan(&tip); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT hash FROM evm_blocks WHERE chain_key = 'C' ORDER BY number DESC LIMIT 1`).Scan(store.ScanHex(&tip)); err != nil {
 		t.Fatal(err)
 	}
 	if tip != net.Tips.C.BlockHash {
@@ -142,7 +142,8 @@ func checkWorkloadTxs(t *testing.T, ctx context.Context, db *store.DB, work []wo
 		var gasUsed int64
 		var to, contract, from string
 		err := db.QueryRowContext(ctx, `SELECT block_number, status, tx_type, gas_used, to_addr, contract_address, from_addr
-			FROM evm_txs WHERE chain_key = 'C' AND hash = $1`, w.TxID).Scan(&block, &status, &typ, &gasUsed, &to, &contract, &from)
+			FROM evm_txs WHERE chain_key = 'C' AND hash = $1`, store.Hex(w.TxID)).Scan(&block, &status, &typ, &gasUsed,
+			store.ScanHex(&to), store.ScanHex(&contract), store.ScanHex(&from))
 		if err != nil {
 			t.Errorf("%s %s: %v", w.Step, w.TxID, err)
 			continue
@@ -168,7 +169,7 @@ func checkWorkloadTxs(t *testing.T, ctx context.Context, db *store.DB, work []wo
 			var one int
 			if err := db.QueryRowContext(ctx, `SELECT 1 FROM evm_address_txs a JOIN evm_txs t
 				ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
-				WHERE a.chain_key = 'C' AND a.address = $1 AND t.hash = $2`, a, w.TxID).Scan(&one); err != nil {
+				WHERE a.chain_key = 'C' AND a.address = $1 AND t.hash = $2`, store.Hex(a), store.Hex(w.TxID)).Scan(&one); err != nil {
 				t.Errorf("%s: address link %s: %v", w.Step, a, err)
 			}
 		}
@@ -217,7 +218,8 @@ func checkLogs(t *testing.T, ctx context.Context, db *store.DB, rec *recording) 
 		var txHash, addr string
 		var topics [4]string
 		var data []byte
-		if err := rows.Scan(&block, &idx, &txHash, &addr, &n, &topics[0], &topics[1], &topics[2], &topics[3], &data); err != nil {
+		if err := rows.Scan(&block, &idx, store.ScanHex(&txHash), store.ScanHex(&addr), &n, store.ScanHex(&topics[0]),
+			store.ScanHex(&topics[1]), store.ScanHex(&topics[2]), store.ScanHex(&topics[3]), &data); err != nil {
 			t.Fatal(err)
 		}
 		if i >= len(logs) {
@@ -311,7 +313,8 @@ func checkTransfers(t *testing.T, ctx context.Context, db *store.DB, rec *record
 	var got []expTransfer
 	for rows.Next() {
 		var x expTransfer
-		if err := rows.Scan(&x.block, &x.logIndex, &x.batch, &x.token, &x.typ, &x.from, &x.to, &x.op, &x.id, &x.value, &x.txHash); err != nil {
+		if err := rows.Scan(&x.block, &x.logIndex, &x.batch, store.ScanHex(&x.token), &x.typ, store.ScanHex(&x.from),
+			store.ScanHex(&x.to), store.ScanHex(&x.op), &x.id, &x.value, store.ScanHex(&x.txHash)); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, x)
@@ -340,7 +343,7 @@ func checkTransfers(t *testing.T, ctx context.Context, db *store.DB, rec *record
 	for {
 		r, err := db.QueryContext(ctx, `SELECT block_number, log_index, batch_index FROM evm_transfers
 			WHERE chain_key = 'C' AND token = $1 AND (block_number, log_index, batch_index) < ($2, $3, $4)
-			ORDER BY block_number DESC, log_index DESC, batch_index DESC LIMIT 2`, token, pageBlock, pageLog, pageBatch)
+			ORDER BY block_number DESC, log_index DESC, batch_index DESC LIMIT 2`, store.Hex(token), pageBlock, pageLog, pageBatch)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +384,7 @@ func checkTokenCalls(t *testing.T, ctx context.Context, db *store.DB, rec *recor
 	bal := func(holder, typ, token, id string) string {
 		var s string
 		err := db.QueryRowContext(ctx, `SELECT balance FROM evm_token_balances WHERE chain_key = 'C' AND holder = $1
-			AND erc_type = $2 AND token = $3 AND token_id = $4`, holder, typ, token, id).Scan(&s)
+			AND erc_type = $2 AND token = $3 AND token_id = $4`, store.Hex(holder), typ, store.Hex(token), id).Scan(&s)
 		if err == sql.ErrNoRows {
 			return "0"
 		}
@@ -512,7 +515,7 @@ func checkTokenHistory(t *testing.T, ctx context.Context, db *store.DB, rec *rec
 			var got string
 			err := db.QueryRowContext(ctx, `SELECT balance FROM evm_token_balance_history WHERE chain_key = 'C' AND holder = $1
 				AND erc_type = $2 AND token = $3 AND token_id = $4 AND block_number <= $5 ORDER BY block_number DESC LIMIT 1`,
-				k.holder, k.typ, k.token, k.id, n).Scan(&got)
+				store.Hex(k.holder), k.typ, store.Hex(k.token), k.id, n).Scan(&got)
 			if err == sql.ErrNoRows {
 				got, err = "0", nil // never moved by a non-zero net amount in a block
 			}
@@ -523,7 +526,7 @@ func checkTokenHistory(t *testing.T, ctx context.Context, db *store.DB, rec *rec
 		for k, o := range owners {
 			var got string
 			err := db.QueryRowContext(ctx, `SELECT owner FROM evm_nft_owner_history WHERE chain_key = 'C' AND token = $1
-				AND token_id = $2 AND block_number <= $3 ORDER BY block_number DESC LIMIT 1`, k[0], k[1], n).Scan(&got)
+				AND token_id = $2 AND block_number <= $3 ORDER BY block_number DESC LIMIT 1`, store.Hex(k[0]), k[1], n).Scan(store.ScanHex(&got))
 			if err != nil || got != o {
 				t.Errorf("block %d owner of %v = %q (%v), want %s", n, k, got, err, o)
 			}
@@ -598,7 +601,7 @@ func checkNative(t *testing.T, ctx context.Context, db *store.DB, rec *recording
 		want, _ := new(big.Int).SetString(strings.TrimPrefix(s, "0x"), 16)
 		got := "0"
 		err = db.QueryRowContext(ctx, `SELECT balance FROM evm_native_balance_history WHERE chain_key = 'C' AND address = $1
-			AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, addr, at).Scan(&got)
+			AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, store.Hex(addr), at).Scan(&got)
 		if err != nil && err != sql.ErrNoRows {
 			t.Fatal(err)
 		}
@@ -655,7 +658,7 @@ func checkListNative(t *testing.T, ctx context.Context, db *store.DB, rec *recor
 	cur := pos{1 << 62, 0}
 	for {
 		rows, err := db.QueryContext(ctx, `SELECT block_number, tx_index FROM evm_address_txs WHERE chain_key = 'C' AND address = $1
-			AND (block_number, tx_index) < ($2, $3) ORDER BY block_number DESC, tx_index DESC LIMIT 3`, addr, cur.block, cur.index)
+			AND (block_number, tx_index) < ($2, $3) ORDER BY block_number DESC, tx_index DESC LIMIT 3`, store.Hex(addr), cur.block, cur.index)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -40,6 +40,7 @@ type column struct {
 func cText(name string) column { return column{name: name, kind: colText} }
 func cInt(name string) column  { return column{name: name, kind: colInt} }
 func cBlob(name string) column { return column{name: name, kind: colBlob} }
+func bBlob(name string) column { return column{name: name, kind: colBlob, block: true} }
 func bText(name string) column { return column{name: name, kind: colText, block: true} }
 func bInt(name string) column  { return column{name: name, kind: colInt, block: true} }
 func (c column) sqlType() string {

@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -20,24 +21,24 @@ import (
 // Statements. Column lists are the order values are appended in writer;
 // block columns (b*) are set once per block in begin, the others (c*) per row.
 var (
-	insBlocks = newInsert("evm_blocks", []column{cText("chain_key"), cInt("number"), cText("hash"),
-		cText("parent_hash"), cInt("timestamp"), cInt("timestamp_ms"), cInt("tx_count"), cInt("gas_used"),
-		cInt("gas_limit"), cText("base_fee"), cText("miner"), cInt("size_bytes"), cText("state_root"),
-		cText("extra_data"), cText("ext_data_hash"), cText("ext_data_gas_used"), cText("block_gas_cost"),
+	insBlocks = newInsert("evm_blocks", []column{cText("chain_key"), cInt("number"), cBlob("hash"),
+		cBlob("parent_hash"), cInt("timestamp"), cInt("timestamp_ms"), cInt("tx_count"), cInt("gas_used"),
+		cInt("gas_limit"), cText("base_fee"), cBlob("miner"), cInt("size_bytes"), cBlob("state_root"),
+		cText("extra_data"), cBlob("ext_data_hash"), cText("ext_data_gas_used"), cText("block_gas_cost"),
 		cText("min_delay_excess"), cBlob("block_extra_data")}, "")
 	insTxs = newInsert("evm_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
-		cText("hash"), bText("block_hash"), bInt("block_time"), cText("from_addr"), cText("to_addr"),
+		cBlob("hash"), bBlob("block_hash"), bInt("block_time"), cBlob("from_addr"), cBlob("to_addr"),
 		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
 		cText("max_priority_fee_per_gas"), cInt("gas_used"), cInt("nonce"), cInt("tx_type"), cInt("status"),
-		cText("method_id"), cInt("input_size"), cText("contract_address"), cInt("log_count")}, "")
-	insAddrTxs = newInsert("evm_address_txs", []column{bText("chain_key"), cText("address"),
+		cText("method_id"), cInt("input_size"), cBlob("contract_address"), cInt("log_count")}, "")
+	insAddrTxs = newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cInt("tx_index")}, "")
 	insLogs = newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
-		cInt("tx_index"), cText("tx_hash"), cText("address"), cInt("topic_count"), cText("topic0"),
-		cText("topic1"), cText("topic2"), cText("topic3"), cBlob("data")}, "")
+		cInt("tx_index"), cBlob("tx_hash"), cBlob("address"), cInt("topic_count"), cBlob("topic0"),
+		cBlob("topic1"), cBlob("topic2"), cBlob("topic3"), cBlob("data")}, "")
 	insTransfers = newInsert("evm_transfers", []column{bText("chain_key"), bInt("block_number"),
-		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cText("tx_hash"), bInt("block_time"),
-		cText("token"), cText("erc_type"), cText("from_addr"), cText("to_addr"), cText("operator"),
+		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cBlob("tx_hash"), bInt("block_time"),
+		cBlob("token"), cText("erc_type"), cBlob("from_addr"), cBlob("to_addr"), cBlob("operator"),
 		cText("token_id"), cText("value")}, "")
 	insContracts = newInsert("evm_contracts", []column{bText("chain_key"), cText("address"),
 		cText("creation_kind"), cText("tx_hash"), bInt("block_number"), bInt("block_time"),
@@ -48,17 +49,17 @@ var (
 		cText("erc_type"), cText("owner"), bInt("owner_block"), bInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
 			" WHERE excluded.owner <> ''")
-	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cText("token"),
-		cText("token_id"), bInt("block_number"), cText("owner")}, "")
-	insTokenBal = newInsert("evm_token_balances", []column{bText("chain_key"), cText("holder"),
-		cText("erc_type"), cText("token"), cText("token_id"), cText("balance"), cInt("block_number")},
+	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
+		cText("token_id"), bInt("block_number"), cBlob("owner")}, "")
+	insTokenBal = newInsert("evm_token_balances", []column{bText("chain_key"), cBlob("holder"),
+		cText("erc_type"), cBlob("token"), cText("token_id"), cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cText("holder"),
-		cText("erc_type"), cText("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
-	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cText("address"),
+	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
+		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
+	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
 		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cText("address"),
+	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cText("balance")}, "")
 
 	// SQLite: point reads of the current balance of one key.
@@ -68,10 +69,10 @@ var (
 	// PostgreSQL: one round trip per kind and block, keys passed as arrays
 	// (a fixed statement, prepared once per transaction). An OR chain of keys
 	// gets planned as a scan of the chain's rows until the table is analyzed.
-	selNativePG = "SELECT b.address, b.balance FROM unnest($2::text[]) AS k(address)" +
+	selNativePG = "SELECT b.address, b.balance FROM unnest($2::bytea[]) AS k(address)" +
 		" JOIN evm_native_balances b ON b.chain_key = $1 AND b.address = k.address"
 	selTokenPG = "SELECT b.holder, b.erc_type, b.token, b.token_id, b.balance" +
-		" FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS k(holder, erc_type, token, token_id)" +
+		" FROM unnest($2::bytea[], $3::text[], $4::bytea[], $5::text[]) AS k(holder, erc_type, token, token_id)" +
 		" JOIN evm_token_balances b ON b.chain_key = $1 AND b.holder = k.holder AND b.erc_type = k.erc_type" +
 		" AND b.token = k.token AND b.token_id = k.token_id"
 )
@@ -82,6 +83,8 @@ type tokenKey struct {
 	id            string // decimal; '' for ERC-20 and ERC-721 counts
 }
 
+// tokenKeyStr is a token balance key as stored: holder and token are the
+// addresses' bytes (as a string, to be a map key and sort).
 type tokenKeyStr struct{ holder, typ, token, id string }
 
 type nftKey struct {
@@ -107,10 +110,10 @@ type writer struct {
 	log   *slog.Logger
 	chain string
 	b     *block
-	hash  string
 	time  int64
 
 	addrs   map[common.Address]string
+	raws    map[common.Address][]byte
 	natives map[common.Address]*big.Int
 	tokens  map[tokenKey]*big.Int
 	nfts    map[nftKey]*nftState
@@ -121,7 +124,6 @@ type writer struct {
 	nbig    int
 	tmp     big.Int
 	xfers   []transfer
-	txHash  []string
 
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
 	tokBal, tokHist, natBal, natHist rowSet
@@ -169,6 +171,7 @@ func newWriter(log *slog.Logger) *writer {
 	return &writer{
 		log:       log,
 		addrs:     make(map[common.Address]string),
+		raws:      make(map[common.Address][]byte),
 		natives:   make(map[common.Address]*big.Int),
 		tokens:    make(map[tokenKey]*big.Int),
 		nfts:      make(map[nftKey]*nftState),
@@ -220,7 +223,7 @@ func (w *writer) dropCaches() {
 	w.complete = false
 }
 
-func (w *writer) begin(chain string, b *block, hash string) {
+func (w *writer) begin(chain string, b *block) {
 	if b.number == 0 {
 		// Nothing of the chain is stored before its genesis block, and
 		// caches are empty then (applying a height again drops them).
@@ -240,8 +243,9 @@ func (w *writer) begin(chain string, b *block, hash string) {
 	if len(w.knownNFT) > w.maxCached {
 		clear(w.knownNFT)
 	}
-	w.chain, w.b, w.hash, w.time = chain, b, hash, int64(b.timestamp)
+	w.chain, w.b, w.time = chain, b, int64(b.timestamp)
 	clear(w.addrs)
+	clear(w.raws)
 	clear(w.natives)
 	clear(w.tokens)
 	clear(w.nfts)
@@ -250,12 +254,11 @@ func (w *writer) begin(chain string, b *block, hash string) {
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
 	w.nbig = 0
-	w.txHash = w.txHash[:0]
 	for _, r := range w.sets() {
 		r.reset()
 	}
 	num := i64(b.number)
-	w.txs.blockArgs = append(w.txs.blockArgs, chain, num, hash, w.time)
+	w.txs.blockArgs = append(w.txs.blockArgs, chain, num, b.hash[:], w.time)
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
@@ -281,13 +284,25 @@ func (w *writer) newBig() *big.Int {
 	return v.SetUint64(0)
 }
 
-// addr returns the 0x-lowercase form of a, once per block.
+// addr returns the 0x-lowercase form of a, once per block: the text of the
+// tables that keep it (evm_contracts, evm_nft_tokens) and of log lines.
 func (w *writer) addr(a common.Address) string {
 	if s, ok := w.addrs[a]; ok {
 		return s
 	}
 	s := hexString(a[:])
 	w.addrs[a] = s
+	return s
+}
+
+// raw returns a's bytes, the stored form of the other tables (store.Hex),
+// once per block: the rows hold them until the block is written.
+func (w *writer) raw(a common.Address) []byte {
+	if s, ok := w.raws[a]; ok {
+		return s
+	}
+	s := append([]byte(nil), a[:]...)
+	w.raws[a] = s
 	return s
 }
 
@@ -343,9 +358,9 @@ func (w *writer) collect() error {
 		}
 		return decimal(v)
 	}
-	extHash := ""
+	extHash := []byte{}
 	if b.hasExtDataHash {
-		extHash = hexString(b.extDataHash[:])
+		extHash = b.extDataHash[:]
 	}
 	var extra any
 	if len(b.blockExtraData) > 0 {
@@ -355,25 +370,24 @@ func (w *writer) collect() error {
 	if h, _ := jsonscan.Trim0x(b.extraData); len(h) > 0 {
 		extraData = "0x" + lowerHex(h)
 	}
-	w.blocks.args = append(w.blocks.args, chain, num, w.hash, hexString(b.parentHash[:]), i64(b.timestamp),
-		i64(b.timestampMs), int64(len(b.txs)), i64(b.gasUsed), i64(b.gasLimit), baseFee, w.addr(b.miner),
-		i64(b.size), hexString(b.stateRoot[:]), extraData, extHash,
+	w.blocks.args = append(w.blocks.args, chain, num, b.hash[:], b.parentHash[:], i64(b.timestamp),
+		i64(b.timestampMs), int64(len(b.txs)), i64(b.gasUsed), i64(b.gasLimit), baseFee, w.raw(b.miner),
+		i64(b.size), b.stateRoot[:], extraData, extHash,
 		optDec(b.hasExtDataGasUsed, &b.extDataGasUsed), optDec(b.hasBlockGasCost, &b.blockGasCost),
 		optDec(b.hasMinDelayExcess, &b.minDelayExcess), extra)
 
 	fee := &w.tmp
 	for i := range b.txs {
 		t := &b.txs[i]
-		txHash := hexString(t.hash[:])
-		w.txHash = append(w.txHash, txHash)
-		from := w.addr(t.from)
-		to := ""
+		txHash := t.hash[:]
+		from := w.raw(t.from)
+		to := []byte{}
 		if t.hasTo {
-			to = w.addr(t.to)
+			to = w.raw(t.to)
 		}
-		contract := ""
+		contract := []byte{}
 		if t.hasContract {
-			contract = w.addr(t.contract)
+			contract = w.raw(t.contract)
 		}
 		method := ""
 		if t.inputLen >= 4 {
@@ -424,7 +438,7 @@ func (w *writer) collect() error {
 			tip := fee
 			if b.hasBaseFee {
 				if t.effPrice.Cmp(&b.baseFee) < 0 {
-					return fmt.Errorf("tx %s: effective gas price %s below base fee %s", txHash, &t.effPrice, &b.baseFee)
+					return fmt.Errorf("tx %s: effective gas price %s below base fee %s", t.hash.Hex(), &t.effPrice, &b.baseFee)
 				}
 				tip.Sub(&t.effPrice, &b.baseFee)
 				tip.Mul(tip, w.tmp2.SetUint64(t.gasUsed))
@@ -437,7 +451,7 @@ func (w *writer) collect() error {
 
 		for j := range t.logs {
 			if err := w.collectLog(i, txHash, &t.logs[j]); err != nil {
-				return fmt.Errorf("tx %s log %d: %w", txHash, j, err)
+				return fmt.Errorf("tx %s log %d: %w", t.hash.Hex(), j, err)
 			}
 		}
 	}
@@ -459,26 +473,26 @@ func lowerHex(h []byte) string {
 
 var zeroAddr common.Address
 
-func (w *writer) collectLog(txIdx int, txHash string, l *logEntry) error {
-	var topics [4]string
+func (w *writer) collectLog(txIdx int, txHash []byte, l *logEntry) error {
+	topics := [4][]byte{{}, {}, {}, {}}
 	for k := 0; k < l.ntopics; k++ {
-		topics[k] = hexString(l.topics[k][:])
+		topics[k] = l.topics[k][:]
 	}
 	data := l.data
 	if data == nil {
 		data = []byte{} // NOT NULL column
 	}
-	w.logs.args = append(w.logs.args, i64(l.index), int64(txIdx), txHash, w.addr(l.address),
+	w.logs.args = append(w.logs.args, i64(l.index), int64(txIdx), txHash, w.raw(l.address),
 		int64(l.ntopics), topics[0], topics[1], topics[2], topics[3], data)
 	w.contract(l.address, "observed", txIdx)
 
 	w.xfers = decodeTransfers(l, w.xfers[:0])
 	for k := range w.xfers {
 		x := &w.xfers[k]
-		token := w.addr(l.address)
-		operator := ""
+		token := w.raw(l.address)
+		operator := []byte{}
 		if x.hasOperator {
-			operator = w.addr(x.operator)
+			operator = w.raw(x.operator)
 		}
 		id, value := "", "1"
 		if x.id != nil {
@@ -488,7 +502,7 @@ func (w *writer) collectLog(txIdx int, txHash string, l *logEntry) error {
 			value = wordDecimal(x.value, &w.tmp)
 		}
 		w.transfers.args = append(w.transfers.args, i64(l.index), int64(x.batch), int64(txIdx),
-			txHash, token, x.typ.String(), w.addr(x.from), w.addr(x.to), operator, id, value)
+			txHash, token, x.typ.String(), w.raw(x.from), w.raw(x.to), operator, id, value)
 
 		c := w.cons[l.address]
 		if c.erc == ercNone {
@@ -563,7 +577,7 @@ func (w *writer) buildContracts() {
 		if c.erc != ercNone {
 			ercBlock = i64(b.number)
 		}
-		w.contracts.args = append(w.contracts.args, w.addr(a), c.kind, w.txHash[c.tx],
+		w.contracts.args = append(w.contracts.args, w.addr(a), c.kind, hexString(t.hash[:]),
 			w.addr(t.from), c.erc.String(), ercBlock)
 	}
 }
@@ -574,7 +588,7 @@ func (w *writer) buildNFTs(num int64) {
 		owner := ""
 		if s.typ == erc721 && s.moved {
 			owner = w.addr(s.owner)
-			w.nftHist.args = append(w.nftHist.args, w.addr(k.token), k.id, owner)
+			w.nftHist.args = append(w.nftHist.args, w.raw(k.token), k.id, w.raw(s.owner))
 		} else if _, ok := w.knownNFT[k]; ok {
 			continue // an ERC-1155 id already recorded
 		}
@@ -622,7 +636,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 			w.queueNative(a, cur, num)
 			continue
 		}
-		w.idxN[w.addr(a)] = len(w.keysN)
+		w.idxN[string(a[:])] = len(w.keysN)
 		w.keysN = append(w.keysN, a)
 		w.oldN = append(w.oldN, nil)
 	}
@@ -651,7 +665,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 			w.queueToken(k, cur, num)
 			continue
 		}
-		w.strsT[tokenKeyStr{w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id}] = len(w.keysT)
+		w.strsT[tokenKeyStr{string(k.holder[:]), k.typ.String(), string(k.token[:]), k.id}] = len(w.keysT)
 		w.keysT = append(w.keysT, k)
 		w.oldT = append(w.oldT, nil)
 	}
@@ -680,7 +694,7 @@ func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 	if tx.Dialect() == store.SQLite {
 		for i, a := range w.keysN {
 			var s string
-			err := tx.QueryRow(ctx, selNativeOne, w.chain, w.addr(a)).Scan(&s)
+			err := tx.QueryRow(ctx, selNativeOne, w.chain, w.raw(a)).Scan(&s)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
@@ -693,9 +707,9 @@ func (w *writer) readNatives(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	addrs := make([]string, n)
+	addrs := make([][]byte, n)
 	for i, a := range w.keysN {
-		addrs[i] = w.addr(a)
+		addrs[i] = w.raw(a)
 	}
 	return w.readNative(ctx, tx, selNativePG, w.chain, addrs)
 }
@@ -709,7 +723,7 @@ func (w *writer) readTokenBalances(ctx context.Context, tx *store.Tx) error {
 	if tx.Dialect() == store.SQLite {
 		for i, k := range w.keysT {
 			var s string
-			err := tx.QueryRow(ctx, selTokenOne, w.chain, w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id).Scan(&s)
+			err := tx.QueryRow(ctx, selTokenOne, w.chain, w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id).Scan(&s)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			}
@@ -722,9 +736,9 @@ func (w *writer) readTokenBalances(ctx context.Context, tx *store.Tx) error {
 		}
 		return nil
 	}
-	holders, types, tokens, ids := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	holders, types, tokens, ids := make([][]byte, n), make([]string, n), make([][]byte, n), make([]string, n)
 	for i, k := range w.keysT {
-		holders[i], types[i], tokens[i], ids[i] = w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id
+		holders[i], types[i], tokens[i], ids[i] = w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id
 	}
 	return w.readTokens(ctx, tx, selTokenPG, w.chain, holders, types, tokens, ids)
 }
@@ -742,7 +756,7 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 		// Value moved by internal transfers (no traces) is missing from the index.
 		w.log.Warn("computed native balance is negative", "block", num, "address", w.addr(a), "balance", bal.String())
 	}
-	w.natHist.args = append(w.natHist.args, w.addr(a), decimal(bal))
+	w.natHist.args = append(w.natHist.args, w.raw(a), decimal(bal))
 	w.dirtyN[a] = dirtyBalance{bal, num}
 }
 
@@ -752,7 +766,7 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 		w.log.Warn("computed token balance is negative", "block", num, "holder", w.addr(k.holder),
 			"token", w.addr(k.token), "type", k.typ.String(), "id", k.id, "balance", bal.String())
 	}
-	w.tokHist.args = append(w.tokHist.args, w.addr(k.holder), k.typ.String(), w.addr(k.token), k.id, decimal(bal))
+	w.tokHist.args = append(w.tokHist.args, w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id, decimal(bal))
 	w.dirtyT[k] = dirtyBalance{bal, num}
 }
 
@@ -782,16 +796,17 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	w.tokBal.blockArgs = append(w.tokBal.blockArgs, w.chain)
 
 	type natRow struct {
-		addr string
+		addr common.Address
 		bal  dirtyBalance
 	}
 	nat := make([]natRow, 0, len(w.dirtyN))
 	for a, d := range w.dirtyN {
-		nat = append(nat, natRow{hexString(a[:]), d})
+		nat = append(nat, natRow{a, d})
 	}
-	slices.SortFunc(nat, func(a, b natRow) int { return cmp.Compare(a.addr, b.addr) })
-	for _, r := range nat {
-		w.natBal.args = append(w.natBal.args, r.addr, decimal(r.bal.bal), r.bal.block)
+	slices.SortFunc(nat, func(a, b natRow) int { return bytes.Compare(a.addr[:], b.addr[:]) })
+	for i := range nat {
+		r := &nat[i]
+		w.natBal.args = append(w.natBal.args, r.addr[:], decimal(r.bal.bal), r.bal.block)
 	}
 
 	type tokRow struct {
@@ -800,14 +815,14 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	}
 	tok := make([]tokRow, 0, len(w.dirtyT))
 	for k, d := range w.dirtyT {
-		tok = append(tok, tokRow{tokenKeyStr{hexString(k.holder[:]), k.typ.String(), hexString(k.token[:]), k.id}, d})
+		tok = append(tok, tokRow{tokenKeyStr{string(k.holder[:]), k.typ.String(), string(k.token[:]), k.id}, d})
 	}
 	slices.SortFunc(tok, func(a, b tokRow) int {
 		return cmp.Or(cmp.Compare(a.k.holder, b.k.holder), cmp.Compare(a.k.typ, b.k.typ),
 			cmp.Compare(a.k.token, b.k.token), cmp.Compare(a.k.id, b.k.id))
 	})
 	for _, r := range tok {
-		w.tokBal.args = append(w.tokBal.args, r.k.holder, r.k.typ, r.k.token, r.k.id, decimal(r.bal.bal), r.bal.block)
+		w.tokBal.args = append(w.tokBal.args, []byte(r.k.holder), r.k.typ, []byte(r.k.token), r.k.id, decimal(r.bal.bal), r.bal.block)
 	}
 	clear(w.dirtyN)
 	clear(w.dirtyT)
@@ -830,7 +845,7 @@ func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ..
 		return fmt.Errorf("evm: read native balances: %w", err)
 	}
 	defer rows.Close()
-	var addr, bal string
+	var addr, bal string // addr: the stored bytes
 	for rows.Next() {
 		if err := rows.Scan(&addr, &bal); err != nil {
 			return fmt.Errorf("evm: read native balances: %w", err)
@@ -841,7 +856,7 @@ func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ..
 		}
 		v := w.newBig()
 		if _, ok := v.SetString(bal, 10); !ok {
-			return fmt.Errorf("evm: stored native balance of %s is %q", addr, bal)
+			return fmt.Errorf("evm: stored native balance of %s is %q", hexString([]byte(addr)), bal)
 		}
 		w.oldN[i] = v
 	}
@@ -869,7 +884,7 @@ func (w *writer) readTokens(ctx context.Context, tx *store.Tx, q string, args ..
 		}
 		v := w.newBig()
 		if _, ok := v.SetString(bal, 10); !ok {
-			return fmt.Errorf("evm: stored balance of %s in %s is %q", k.holder, k.token, bal)
+			return fmt.Errorf("evm: stored balance of %s in %s is %q", hexString([]byte(k.holder)), hexString([]byte(k.token)), bal)
 		}
 		w.oldT[i] = v
 	}

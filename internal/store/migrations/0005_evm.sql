@@ -1,6 +1,7 @@
 -- EVM chains (the C-chain and any EVM L1), written by internal/decode/evm.
 -- Every table is keyed by chain_key first (C, or an L1's EVM chain id).
--- Hashes and addresses: 0x-lowercase hex TEXT. uint256 amounts, gas prices, token ids
+-- Hashes and addresses: 0x-lowercase hex TEXT here; migration 0020 stores them as bytes
+-- in every table but evm_contracts and evm_nft_tokens. uint256 amounts, gas prices, token ids
 -- and balances: decimal TEXT (math/big in Go). Lists are served newest first by
 -- keyset pagination on (block_number, tx_index / log_index, batch_index) DESC.
 -- Tables written per tx/log/balance change are WITHOUT ROWID on SQLite: the rows

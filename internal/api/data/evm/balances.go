@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Balances are read as of one block N: the requested blockNumber, or the
@@ -37,7 +38,7 @@ func (h *handlers) nativeBalance(ctx context.Context, q *chainReq, n int64) (Nat
 	var bal string
 	err := h.d.DB.QueryRowContext(ctx, `SELECT balance FROM evm_native_balance_history
 		WHERE chain_key = $1 AND address = $2 AND block_number <= $3
-		ORDER BY block_number DESC LIMIT 1`, q.chain.Key, q.addr, n).Scan(&bal) // $N in order of appearance
+		ORDER BY block_number DESC LIMIT 1`, q.chain.Key, store.Hex(q.addr), n).Scan(&bal) // $N in order of appearance
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		bal = "0"
@@ -134,19 +135,20 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 	}
 	resp := ListErc20BalancesResponse{NativeTokenBalance: nb, Erc20TokenBalances: []Erc20TokenBalance{}}
 
-	vals := map[string]any{"chain": q.chain.Key, "holder": q.addr, "n": bp.n, "limit": bp.limit + 1}
+	vals := map[string]any{"chain": q.chain.Key, "holder": store.Hex(q.addr), "n": bp.n, "limit": bp.limit + 1}
 	cond := ""
 	if bp.after != nil {
-		vals["after"] = bp.after.Token
+		vals["after"] = store.Hex(bp.after.Token)
 		cond += " AND b.token > @after"
 	}
 	if len(contracts) > 0 {
-		cond += " AND b.token IN (" + inList(vals, "c", contracts) + ")"
+		cond += " AND b.token IN (" + inHexList(vals, "c", contracts) + ")"
 	}
 	spam := ""
 	if filterSpam {
 		spam = " AND (rep.reputation IS NULL OR rep.reputation <> 'Malicious')"
 	}
+	token := h.d.DB.Dialect().HexExpr("x.token") // contracts and enrichment key addresses by text
 	rows, err := h.query(ctx, `SELECT x.token, x.bal, c.name, c.symbol, c.decimals, rep.reputation FROM (
 		SELECT b.chain_key, b.token,
 			CASE WHEN b.block_number <= @n THEN b.balance ELSE (
@@ -156,8 +158,8 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 				ORDER BY hb.block_number DESC LIMIT 1) END AS bal
 		FROM evm_token_balances b
 		WHERE b.chain_key = @chain AND b.holder = @holder AND b.erc_type = 'ERC-20' AND b.token_id = ''`+cond+`
-	) x LEFT JOIN evm_contracts c ON c.chain_key = x.chain_key AND c.address = x.token
-	LEFT JOIN enrich_token_reputation rep ON rep.chain_key = x.chain_key AND rep.address = x.token
+	) x LEFT JOIN evm_contracts c ON c.chain_key = x.chain_key AND c.address = `+token+`
+	LEFT JOIN enrich_token_reputation rep ON rep.chain_key = x.chain_key AND rep.address = `+token+`
 	WHERE x.bal IS NOT NULL AND x.bal <> '0'`+spam+`
 	ORDER BY x.token LIMIT @limit`, vals)
 	if err != nil {
@@ -168,7 +170,7 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		var b Erc20TokenBalance
 		var name, symbol, rep sql.NullString
 		var dec sql.NullInt64
-		if err := rows.Scan(&b.Address, &b.Balance, &name, &symbol, &dec, &rep); err != nil {
+		if err := rows.Scan(store.ScanHex(&b.Address), &b.Balance, &name, &symbol, &dec, &rep); err != nil {
 			return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
 		}
 		b.Name, b.Symbol, b.Decimals, b.decimalsKnown = name.String, symbol.String, int(dec.Int64), dec.Valid
@@ -234,10 +236,11 @@ func (h *handlers) listErc721(r *http.Request) (any, error) {
 // later row up to N. inclusive also returns the cursor's own (contract,
 // token id) (the collectibles merge, where ERC-1155 sorts first).
 func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage, contract string, strict bool) ([]Erc721Token, error) {
-	vals := map[string]any{"chain": q.chain.Key, "owner": q.addr, "n": bp.n, "limit": bp.limit + 1}
+	token := h.d.DB.Dialect().HexExpr("o.token") // NFT rows and contracts key addresses by text
+	vals := map[string]any{"chain": q.chain.Key, "owner": store.Hex(q.addr), "n": bp.n, "limit": bp.limit + 1}
 	cond := ""
 	if bp.after != nil {
-		vals["token"], vals["id"] = bp.after.Token, bp.after.TokenID
+		vals["token"], vals["id"] = store.Hex(bp.after.Token), bp.after.TokenID
 		op := ">"
 		if !strict {
 			op = ">="
@@ -245,14 +248,14 @@ func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage,
 		cond += " AND (o.token, o.token_id) " + op + " (@token, @id)"
 	}
 	if contract != "" {
-		vals["contract"] = contract
+		vals["contract"] = store.Hex(contract)
 		cond += " AND o.token = @contract"
 	}
 	rows, err := h.query(ctx, `SELECT o.token, o.token_id, n.token_uri, COALESCE(n.metadata_status, ''),
 			n.metadata, COALESCE(n.metadata_updated_at, 0), c.name, c.symbol
 		FROM evm_nft_owner_history o
-		LEFT JOIN evm_nft_tokens n ON n.chain_key = o.chain_key AND n.token = o.token AND n.token_id = o.token_id
-		LEFT JOIN evm_contracts c ON c.chain_key = o.chain_key AND c.address = o.token
+		LEFT JOIN evm_nft_tokens n ON n.chain_key = o.chain_key AND n.token = `+token+` AND n.token_id = o.token_id
+		LEFT JOIN evm_contracts c ON c.chain_key = o.chain_key AND c.address = `+token+`
 		WHERE o.chain_key = @chain AND o.owner = @owner AND o.block_number <= @n`+cond+`
 			AND NOT EXISTS (SELECT 1 FROM evm_nft_owner_history o2
 				WHERE o2.chain_key = o.chain_key AND o2.token = o.token AND o2.token_id = o.token_id
@@ -268,7 +271,7 @@ func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage,
 		var uri, doc, name, symbol sql.NullString
 		var status string
 		var updated int64
-		if err := rows.Scan(&t.Address, &t.TokenID, &uri, &status, &doc, &updated, &name, &symbol); err != nil {
+		if err := rows.Scan(store.ScanHex(&t.Address), &t.TokenID, &uri, &status, &doc, &updated, &name, &symbol); err != nil {
 			return nil, fmt.Errorf("erc-721 balances of %s: %w", q.addr, err)
 		}
 		t.Name, t.Symbol, t.TokenURI = name.String, symbol.String, uri.String
@@ -314,14 +317,14 @@ func (h *handlers) listErc1155(r *http.Request) (any, error) {
 // erc1155Held reads up to bp.limit+1 non-zero ERC-1155 balances of q.addr
 // after block bp.n, in (contract, token id) order after the cursor.
 func (h *handlers) erc1155Held(ctx context.Context, q *chainReq, bp balancePage, contract string) ([]Erc1155Token, error) {
-	vals := map[string]any{"chain": q.chain.Key, "holder": q.addr, "n": bp.n, "limit": bp.limit + 1}
+	vals := map[string]any{"chain": q.chain.Key, "holder": store.Hex(q.addr), "n": bp.n, "limit": bp.limit + 1}
 	cond := ""
 	if bp.after != nil {
-		vals["token"], vals["id"] = bp.after.Token, bp.after.TokenID
+		vals["token"], vals["id"] = store.Hex(bp.after.Token), bp.after.TokenID
 		cond += " AND (b.token, b.token_id) > (@token, @id)"
 	}
 	if contract != "" {
-		vals["contract"] = contract
+		vals["contract"] = store.Hex(contract)
 		cond += " AND b.token = @contract"
 	}
 	rows, err := h.query(ctx, `SELECT x.token, x.token_id, x.bal, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata,
@@ -334,7 +337,7 @@ func (h *handlers) erc1155Held(ctx context.Context, q *chainReq, bp balancePage,
 				ORDER BY hb.block_number DESC LIMIT 1) END AS bal
 		FROM evm_token_balances b
 		WHERE b.chain_key = @chain AND b.holder = @holder AND b.erc_type = 'ERC-1155'`+cond+`
-	) x LEFT JOIN evm_nft_tokens n ON n.chain_key = x.chain_key AND n.token = x.token AND n.token_id = x.token_id
+	) x LEFT JOIN evm_nft_tokens n ON n.chain_key = x.chain_key AND n.token = `+h.d.DB.Dialect().HexExpr("x.token")+` AND n.token_id = x.token_id
 	WHERE x.bal IS NOT NULL AND x.bal <> '0'
 	ORDER BY x.token, x.token_id LIMIT @limit`, vals)
 	if err != nil {
@@ -347,7 +350,7 @@ func (h *handlers) erc1155Held(ctx context.Context, q *chainReq, bp balancePage,
 		var uri, doc sql.NullString
 		var status string
 		var updated int64
-		if err := rows.Scan(&t.Address, &t.TokenID, &t.Balance, &uri, &status, &doc, &updated); err != nil {
+		if err := rows.Scan(store.ScanHex(&t.Address), &t.TokenID, &t.Balance, &uri, &status, &doc, &updated); err != nil {
 			return nil, fmt.Errorf("erc-1155 balances of %s: %w", q.addr, err)
 		}
 		t.TokenURI, t.ErcType, t.ChainID = uri.String, ercERC1155, q.chain.EVMChainID

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // nftCursor continues a collection's token listing in numeric token-id
@@ -130,15 +131,16 @@ const byLength = " ORDER BY LENGTH(n.token_id), n.token_id"
 // before tip; cond is the extra condition and the ORDER BY (within one
 // length, the digits alone, so SQLite reads the index in order).
 func (h *handlers) nftTokens(ctx context.Context, q *chainReq, tip int64, cond string, extra map[string]any, limit int) ([]nftRow, error) {
-	vals := map[string]any{"chain": q.chain.Key, "token": q.addr, "tip": tip, "limit": limit}
+	// token keys the NFT rows (text), tokenKey the owner history (store.Hex).
+	vals := map[string]any{"chain": q.chain.Key, "token": q.addr, "tokenKey": store.Hex(q.addr), "tip": tip, "limit": limit}
 	for k, v := range extra {
 		vals[k] = v
 	}
 	// The ERC-721 owner as of the listing's block (ERC-1155 ids have none).
 	rows, err := h.query(ctx, `SELECT n.token_id, n.erc_type,
-			COALESCE((SELECT o.owner FROM evm_nft_owner_history o
-				WHERE o.chain_key = n.chain_key AND o.token = n.token AND o.token_id = n.token_id AND o.block_number <= @tip
-				ORDER BY o.block_number DESC LIMIT 1), ''),
+			(SELECT o.owner FROM evm_nft_owner_history o
+				WHERE o.chain_key = n.chain_key AND o.token = @tokenKey AND o.token_id = n.token_id AND o.block_number <= @tip
+				ORDER BY o.block_number DESC LIMIT 1),
 			n.token_uri, n.metadata, n.metadata_status, n.metadata_updated_at
 		FROM evm_nft_tokens n
 		WHERE n.chain_key = @chain AND n.token = @token AND n.first_block <= @tip`+cond+` LIMIT @limit`, vals)
@@ -149,7 +151,7 @@ func (h *handlers) nftTokens(ctx context.Context, q *chainReq, tip int64, cond s
 	var out []nftRow
 	for rows.Next() {
 		var n nftRow
-		if err := rows.Scan(&n.id, &n.typ, &n.owner, &n.uri, &n.doc, &n.status, &n.updated); err != nil {
+		if err := rows.Scan(&n.id, &n.typ, store.ScanHex(&n.owner), &n.uri, &n.doc, &n.status, &n.updated); err != nil {
 			return nil, fmt.Errorf("nft tokens of %s: %w", q.addr, err)
 		}
 		out = append(out, n)

@@ -63,6 +63,17 @@ func inList(vals map[string]any, prefix string, vs []string) string {
 	return strings.Join(marks, ", ")
 }
 
+// inHexList is inList for addresses or hashes, bound as stored (store.Hex).
+func inHexList(vals map[string]any, prefix string, vs []string) string {
+	marks := make([]string, len(vs))
+	for i, v := range vs {
+		name := prefix + strconv.Itoa(i)
+		vals[name] = store.Hex(v)
+		marks[i] = "@" + name
+	}
+	return strings.Join(marks, ", ")
+}
+
 // query runs q (with @name markers) on the read pool.
 func (h *handlers) query(ctx context.Context, q string, vals map[string]any) (*sql.Rows, error) {
 	text, args, err := named(q, vals)

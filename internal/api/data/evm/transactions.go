@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/ava-labs/libevm/crypto"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // txCursor continues a native-transaction listing, newest first: the tip
@@ -79,7 +81,7 @@ func (h *handlers) listNative(r *http.Request) (any, error) {
 	if empty || lo > hi {
 		return resp, nil
 	}
-	vals := map[string]any{"chain": q.chain.Key, "addr": q.addr, "lo": lo, "hi": hi, "limit": limit + 1}
+	vals := map[string]any{"chain": q.chain.Key, "addr": store.Hex(q.addr), "lo": lo, "hi": hi, "limit": limit + 1}
 	cond := " AND a.block_number <= @hi" // on later pages, the cursor (below hi) bounds the range
 	if after {
 		vals["b"], vals["i"] = c.Block, c.Index
@@ -90,7 +92,7 @@ func (h *handlers) listNative(r *http.Request) (any, error) {
 			t.method_id, t.contract_address, c.address, c.name, c.symbol, c.decimals
 		FROM evm_address_txs a
 		JOIN evm_txs t ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
-		LEFT JOIN evm_contracts c ON c.chain_key = t.chain_key AND c.address = t.to_addr
+		LEFT JOIN evm_contracts c ON c.chain_key = t.chain_key AND c.address = `+h.d.DB.Dialect().HexExpr("t.to_addr")+`
 		WHERE a.chain_key = @chain AND a.address = @addr AND a.block_number >= @lo`+cond+`
 		ORDER BY a.block_number DESC, a.tx_index DESC LIMIT @limit`, vals)
 	if err != nil {
@@ -108,9 +110,9 @@ func (h *handlers) listNative(r *http.Request) (any, error) {
 		var gasLimit, gasUsed, nonce, status int64
 		var contract, name, symbol sql.NullString
 		var decimals sql.NullInt64
-		if err := rows.Scan(&last.Block, &last.Index, &t.TxHash, &t.BlockHash, &t.BlockTimestamp,
-			&t.From.Address, &to, &t.Value, &gasLimit, &gasPrice, &gasUsed, &nonce, &t.TxType, &status,
-			&methodID, &created, &contract, &name, &symbol, &decimals); err != nil {
+		if err := rows.Scan(&last.Block, &last.Index, store.ScanHex(&t.TxHash), store.ScanHex(&t.BlockHash), &t.BlockTimestamp,
+			store.ScanHex(&t.From.Address), store.ScanHex(&to), &t.Value, &gasLimit, &gasPrice, &gasUsed, &nonce, &t.TxType, &status,
+			&methodID, store.ScanHex(&created), &contract, &name, &symbol, &decimals); err != nil {
 			return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
 		}
 		t.BlockNumber = strconv.FormatInt(last.Block, 10)

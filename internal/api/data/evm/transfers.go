@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // transferCursor continues a transfer listing, newest first: the tip bound
@@ -71,7 +73,8 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	vals := map[string]any{"chain": q.chain.Key, "token": q.addr, "lo": lo, "hi": hi, "limit": limit + 1}
+	// t.token is @token: the NFT rows (text) are joined by its text form.
+	vals := map[string]any{"chain": q.chain.Key, "token": store.Hex(q.addr), "tokenText": q.addr, "lo": lo, "hi": hi, "limit": limit + 1}
 	// The upper bound is the keyset cursor on later pages (it is below hi),
 	// so the index range starts at the cursor, not at hi.
 	cond := " AND t.block_number <= @hi"
@@ -84,7 +87,7 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 			COALESCE(n.metadata_updated_at, 0)
 		FROM evm_transfers t`+h.indexedBy("evm_transfers_token")+`
 		JOIN evm_blocks bl ON bl.chain_key = t.chain_key AND bl.number = t.block_number
-		LEFT JOIN evm_nft_tokens n ON n.chain_key = t.chain_key AND n.token = t.token AND n.token_id = t.token_id
+		LEFT JOIN evm_nft_tokens n ON n.chain_key = t.chain_key AND n.token = @tokenText AND n.token_id = t.token_id
 			AND t.erc_type <> 'ERC-20'
 		WHERE t.chain_key = @chain AND t.token = @token AND t.block_number >= @lo`+cond+`
 		ORDER BY t.block_number DESC, t.log_index DESC, t.batch_index DESC LIMIT @limit`, vals)
@@ -102,8 +105,8 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		var typ, tokenID, value, status string
 		var uri, doc sql.NullString
 		var updated int64
-		if err := rows.Scan(&last.Block, &last.Log, &last.Batch, &t.TxHash, &t.BlockTimestamp, &t.BlockHash,
-			&typ, &t.From.Address, &t.To.Address, &tokenID, &value, &uri, &status, &doc, &updated); err != nil {
+		if err := rows.Scan(&last.Block, &last.Log, &last.Batch, store.ScanHex(&t.TxHash), &t.BlockTimestamp, store.ScanHex(&t.BlockHash),
+			&typ, store.ScanHex(&t.From.Address), store.ScanHex(&t.To.Address), &tokenID, &value, &uri, &status, &doc, &updated); err != nil {
 			return nil, fmt.Errorf("transfers of %s: %w", q.addr, err)
 		}
 		t.BlockNumber = strconv.FormatInt(last.Block, 10)
