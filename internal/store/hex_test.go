@@ -153,7 +153,7 @@ func TestBinaryKeysMigration(t *testing.T) {
 func migratedColumns(t *testing.T, body string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	stmt := regexp.MustCompile(`(?m)^(?:UPDATE|ALTER TABLE) (\w+) (.*);$`)
+	stmt := regexp.MustCompile(`(?m)^(?:UPDATE OR FAIL|ALTER TABLE) (\w+) (.*);$`)
 	col := regexp.MustCompile(`(?:SET |, |ALTER COLUMN )(\w+) (?:= unhex|TYPE BYTEA)`)
 	for _, m := range stmt.FindAllStringSubmatch(body, -1) {
 		for _, c := range col.FindAllStringSubmatch(m[2], -1) {

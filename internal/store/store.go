@@ -224,6 +224,15 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("store: list migrations: %w", err)
 	}
 	sort.Strings(names)
+	if db.dialect == SQLite {
+		// Data migrations rewrite whole tables: their temporary b-trees (an
+		// UPDATE of a primary key collects the rows first) go to temporary
+		// files, not to the writer's memory (writerPragmas).
+		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+			return fmt.Errorf("store: migrations: %w", err)
+		}
+		defer db.write.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY") //nolint:errcheck // best effort: only speed
+	}
 	for _, name := range names {
 		base := filepath.Base(name)
 		if !db.dialect.owns(base) {
