@@ -166,8 +166,8 @@ func (e *sqliteExec) exec(c *sqlite3.SQLiteConn, q string, args []driver.NamedVa
 		return nil, false, nil
 	}
 	if db != e.db {
-		// A new connection (the pool replaced the old one): its statements
-		// went with it. sqlite3_close_v2 waits for them to be finalized.
+		// A new connection (the pool replaced the old one): finalize the old
+		// one's statements (sqlite3_close_v2 keeps it open until they are).
 		e.finalizeLocked()
 		e.db = db
 	}

@@ -47,8 +47,8 @@ func TestNamed(t *testing.T) {
 		}
 	}
 	vals := map[string]any{}
-	if got := inList(vals, "c", []string{"x", "y", "z"}); got != "@c0, @c1, @c2" || len(vals) != 3 || vals["c2"] != "z" {
-		t.Errorf("inList: %q %v", got, vals)
+	if got := inHexList(vals, "c", []string{"0x01", "0x02", "0x03"}); got != "@c0, @c1, @c2" || len(vals) != 3 || vals["c2"] != store.Hex("0x03") {
+		t.Errorf("inHexList: %q %v", got, vals)
 	}
 }
 

@@ -51,19 +51,9 @@ func named(q string, vals map[string]any) (string, []any, error) {
 	return b.String(), args, nil
 }
 
-// inList adds vs to vals as @prefix0, @prefix1, ... and returns the list
-// of their markers for an IN (...) clause.
-func inList(vals map[string]any, prefix string, vs []string) string {
-	marks := make([]string, len(vs))
-	for i, v := range vs {
-		name := prefix + strconv.Itoa(i)
-		vals[name] = v
-		marks[i] = "@" + name
-	}
-	return strings.Join(marks, ", ")
-}
-
-// inHexList is inList for addresses or hashes, bound as stored (store.Hex).
+// inHexList adds addresses or hashes vs to vals as @prefix0, @prefix1, ...
+// (bound as stored: store.Hex) and returns the list of their markers for an
+// IN (...) clause.
 func inHexList(vals map[string]any, prefix string, vs []string) string {
 	marks := make([]string, len(vs))
 	for i, v := range vs {
