@@ -17,12 +17,14 @@ import (
 // chain checkpoint through one Tx, so a crash leaves either all or none.
 //
 // On SQLite the transaction is begun by hand (BEGIN IMMEDIATE) on the
-// writer's connection, and Exec hands statements straight to the driver:
-// database/sql's Tx offers no access to its connection, and its per-call
+// writer's connection, and Exec hands statements straight to that
+// connection: database/sql's Tx offers no access to it, and its per-call
 // argument conversion and locking were a tenth of the ingest writer's time.
-// The driver keeps statements prepared across transactions
-// (writerStmtCache). On PostgreSQL it is a database/sql transaction whose
-// statements are prepared once per transaction.
+// Exec runs a statement through sqliteExec (one cgo call per statement) and
+// leaves what that does not take to the driver; queries go to the driver.
+// Both keep statements prepared across transactions (writerStmtCache). On
+// PostgreSQL it is a database/sql transaction whose statements are prepared
+// once per transaction.
 type Tx struct {
 	db *DB
 	// PostgreSQL

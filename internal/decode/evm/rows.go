@@ -29,8 +29,8 @@ const (
 
 // column is one column of an insert. A block column has the same value in
 // every row of a block (chain, block number, ...): it is bound once per
-// statement rather than once per row, which saves most of the per-value cost
-// of database/sql and cgo on the narrow tables.
+// statement rather than once per row, which saves most of the binding work
+// on the narrow tables.
 type column struct {
 	name  string
 	kind  colKind
