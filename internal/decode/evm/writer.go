@@ -83,8 +83,8 @@ type tokenKey struct {
 	id            string // decimal; '' for ERC-20 and ERC-721 counts
 }
 
-// tokenKeyStr is a token balance key as stored: holder and token are the
-// addresses' bytes (as a string, to be a map key and sort).
+// tokenKeyStr is a token balance key as PostgreSQL returns it (readTokens):
+// holder and token are the addresses' bytes, as strings to be a map key.
 type tokenKeyStr struct{ holder, typ, token, id string }
 
 type nftKey struct {
@@ -810,19 +810,20 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	}
 
 	type tokRow struct {
-		k   tokenKeyStr
+		k   tokenKey
 		bal dirtyBalance
 	}
 	tok := make([]tokRow, 0, len(w.dirtyT))
 	for k, d := range w.dirtyT {
-		tok = append(tok, tokRow{tokenKeyStr{string(k.holder[:]), k.typ.String(), string(k.token[:]), k.id}, d})
+		tok = append(tok, tokRow{k, d})
 	}
 	slices.SortFunc(tok, func(a, b tokRow) int {
-		return cmp.Or(cmp.Compare(a.k.holder, b.k.holder), cmp.Compare(a.k.typ, b.k.typ),
-			cmp.Compare(a.k.token, b.k.token), cmp.Compare(a.k.id, b.k.id))
+		return cmp.Or(bytes.Compare(a.k.holder[:], b.k.holder[:]), cmp.Compare(a.k.typ.String(), b.k.typ.String()),
+			bytes.Compare(a.k.token[:], b.k.token[:]), cmp.Compare(a.k.id, b.k.id))
 	})
-	for _, r := range tok {
-		w.tokBal.args = append(w.tokBal.args, []byte(r.k.holder), r.k.typ, []byte(r.k.token), r.k.id, decimal(r.bal.bal), r.bal.block)
+	for i := range tok {
+		r := &tok[i]
+		w.tokBal.args = append(w.tokBal.args, r.k.holder[:], r.k.typ.String(), r.k.token[:], r.k.id, decimal(r.bal.bal), r.bal.block)
 	}
 	clear(w.dirtyN)
 	clear(w.dirtyT)
