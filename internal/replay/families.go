@@ -34,6 +34,10 @@ type family struct {
 
 	// EVM API: method names the node serves.
 	evmMethods map[string]bool
+
+	// index answers index API calls the recorder did not make (index
+	// families of a recording that has that index only).
+	index *indexModel
 }
 
 // newFamilies returns the API family of every node path of a recording.
@@ -55,14 +59,25 @@ func newFamilies() map[string]*family {
 		"Version": nil, "GetUTXOs": nil, "IssueTx": nil, "GetAtomicTxStatus": nil, "GetAtomicTx": nil,
 	}}
 	evm := &family{name: "evm", kind: evmFamily, evmMethods: evmMethodSet()}
-	return map[string]*family{
+	out := map[string]*family{
 		"/ext/info":      inf,
 		"/ext/bc/P":      platform,
 		"/ext/bc/X":      x,
 		"/ext/bc/C/rpc":  evm,
 		"/ext/bc/C/avax": avax,
 	}
+	for _, p := range indexPaths {
+		out[p] = newIndexFamily(p)
+	}
+	return out
 }
+
+// debugTracerMethods are the debug_* methods coreth serves when the chain
+// config's eth-apis include "debug-tracer"; the replay serves them when the
+// recording has any debug_* answer (the node ran with that API).
+var debugTracerMethods = []string{"debug_traceBlockByNumber", "debug_traceBlockByHash", "debug_traceTransaction",
+	"debug_traceCall", "debug_intermediateRoots", "debug_standardTraceBlockToFile", "debug_standardBadBlockTraceToFile",
+	"debug_traceBadBlock"}
 
 var (
 	httpRequestType = reflect.TypeOf((*http.Request)(nil))

@@ -72,6 +72,13 @@ func NewHandlerWithOptions(rec *Recording, opts Options) http.Handler {
 		{"X", []string{"X", "avm"}, []string{""}, func(string) *family { return rec.families["/ext/bc/X"] }},
 		{"C", []string{"C", "evm"}, []string{"/rpc", "/avax"}, func(sub string) *family { return rec.families["/ext/bc/C"+sub] }},
 	}
+	// The index API is there when the node ran with --index-enabled: when
+	// the recording has it.
+	for _, p := range indexPaths {
+		if f := rec.families[p]; f.index != nil {
+			h.routes[p] = f
+		}
+	}
 	for _, c := range chains {
 		var prefixes []string
 		for _, n := range c.names {
@@ -233,9 +240,20 @@ func (h *handler) serveAvalanche(w http.ResponseWriter, r *http.Request, f *fami
 		return
 	}
 	if t != nil {
-		if _, err := decodeGorillaArgs(params, t); err != nil {
+		args, err := decodeGorillaArgs(params, t)
+		if err != nil {
 			cr.WriteError(w, http.StatusBadRequest, errInvalidArg)
 			return
+		}
+		if f.index != nil && req.ID != nil {
+			if result, errMsg, ok := f.index.answer(args.Interface()); ok {
+				if errMsg != "" {
+					cr.WriteError(w, http.StatusOK, errors.New(errMsg))
+				} else {
+					cr.WriteResponse(w, result)
+				}
+				return
+			}
 		}
 	}
 	cr.WriteError(w, http.StatusBadRequest, errors.New(noRecording(req.Method, params)))

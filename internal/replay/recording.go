@@ -20,13 +20,18 @@ import (
 // a few MB, anything far larger is not a recording.
 const maxFileSize = 1 << 30
 
-// endpointFiles maps a recording file name to the node path it was recorded on.
+// endpointFiles maps a recording file name to the node path it was recorded
+// on; "" means each line names its own path (its "path" member).
 var endpointFiles = map[string]string{
 	"ext_info.jsonl":      "/ext/info",
 	"ext_bc_P.jsonl":      "/ext/bc/P",
 	"ext_bc_X.jsonl":      "/ext/bc/X",
 	"ext_bc_C_rpc.jsonl":  "/ext/bc/C/rpc",
 	"ext_bc_C_avax.jsonl": "/ext/bc/C/avax",
+	// The index API (/ext/index/{P,X,C}/block, /ext/index/X/{tx,vtx}) and
+	// the C-chain's debug_* answers (devnet-c).
+	"ext_index.jsonl":      "",
+	"ext_bc_C_debug.jsonl": "/ext/bc/C/rpc",
 }
 
 // Exchange is one recorded call and the node's answer.
@@ -109,7 +114,7 @@ func Load(dir string) (*Recording, error) {
 			continue
 		}
 		if _, ok := endpointFiles[e.Name()]; !ok {
-			return nil, fmt.Errorf("replay: %s: unknown endpoint file (known: ext_info, ext_bc_P, ext_bc_X, ext_bc_C_rpc, ext_bc_C_avax)", filepath.Join(rpcDir, e.Name()))
+			return nil, fmt.Errorf("replay: %s: unknown endpoint file (known: ext_info, ext_bc_P, ext_bc_X, ext_bc_C_rpc, ext_bc_C_avax, ext_index, ext_bc_C_debug)", filepath.Join(rpcDir, e.Name()))
 		}
 		names = append(names, e.Name())
 	}
@@ -130,6 +135,19 @@ func Load(dir string) (*Recording, error) {
 		f := rec.families[e.Endpoint]
 		k := f.key(e.Method, e.Params)
 		rec.index[k] = append(rec.index[k], i)
+	}
+	for _, p := range indexPaths {
+		if m := buildIndexModel(rec, p); m.lastKnown || m.empty || len(m.containers) > 0 {
+			rec.families[p].index = m
+		}
+	}
+	for _, e := range rec.Exchanges {
+		if e.Endpoint == "/ext/bc/C/rpc" && strings.HasPrefix(e.Method, "debug_") {
+			for _, m := range debugTracerMethods {
+				rec.families[e.Endpoint].evmMethods[m] = true
+			}
+			break
+		}
 	}
 	return rec, nil
 }
@@ -179,6 +197,7 @@ func readFileLimited(path string) ([]byte, error) {
 }
 
 type recordLine struct {
+	Path       string          `json:"path"`
 	Method     string          `json:"method"`
 	Params     json.RawMessage `json:"params"`
 	Response   json.RawMessage `json:"response"`
@@ -197,23 +216,33 @@ func (rec *Recording) loadFile(path, endpoint string) error {
 		if len(line) == 0 {
 			continue
 		}
-		e, err := parseLine(line)
+		e, linePath, err := parseLine(line)
 		if err != nil {
 			return fmt.Errorf("replay: %s:%d: %w", path, i+1, err)
 		}
-		e.Endpoint, e.File, e.Line = endpoint, file, i+1
+		switch {
+		case endpoint == "" && rec.families[linePath] == nil:
+			return fmt.Errorf("replay: %s:%d: unknown path %q", path, i+1, linePath)
+		case endpoint == "":
+			e.Endpoint = linePath
+		case linePath != "" && linePath != endpoint:
+			return fmt.Errorf("replay: %s:%d: path %q in a file of %s", path, i+1, linePath, endpoint)
+		default:
+			e.Endpoint = endpoint
+		}
+		e.File, e.Line = file, i+1
 		rec.Exchanges = append(rec.Exchanges, e)
 	}
 	return nil
 }
 
-func parseLine(line []byte) (Exchange, error) {
+func parseLine(line []byte) (Exchange, string, error) {
 	var l recordLine
 	if err := json.Unmarshal(line, &l); err != nil {
-		return Exchange{}, err
+		return Exchange{}, "", err
 	}
 	if l.Method == "" {
-		return Exchange{}, errors.New("missing method")
+		return Exchange{}, "", errors.New("missing method")
 	}
 	if bytes.Equal(l.Params, []byte("null")) {
 		l.Params = nil
@@ -222,11 +251,11 @@ func parseLine(line []byte) (Exchange, error) {
 	case l.HTTPStatus == 0:
 		l.HTTPStatus = 200
 	case l.HTTPStatus < 100 || l.HTTPStatus > 599:
-		return Exchange{}, fmt.Errorf("bad httpStatus %d", l.HTTPStatus)
+		return Exchange{}, "", fmt.Errorf("bad httpStatus %d", l.HTTPStatus)
 	}
 	start, end, err := findID(l.Response)
 	if err != nil {
-		return Exchange{}, fmt.Errorf("response: %w", err)
+		return Exchange{}, "", fmt.Errorf("response: %w", err)
 	}
 	return Exchange{
 		Method:     l.Method,
@@ -236,7 +265,7 @@ func parseLine(line []byte) (Exchange, error) {
 		HTTPStatus: l.HTTPStatus,
 		idStart:    start,
 		idEnd:      end,
-	}, nil
+	}, l.Path, nil
 }
 
 // findID returns the byte range of the value of the top-level "id" member of

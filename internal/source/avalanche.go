@@ -25,6 +25,7 @@ import (
 	"github.com/ava-labs/avalanchego/vms/nftfx"
 	"github.com/ava-labs/avalanchego/vms/platformvm"
 	pblock "github.com/ava-labs/avalanchego/vms/platformvm/block"
+	proposerblock "github.com/ava-labs/avalanchego/vms/proposervm/block"
 	"github.com/ava-labs/avalanchego/vms/propertyfx"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 	"github.com/gorilla/rpc/v2/json2"
@@ -345,26 +346,44 @@ func fromAvalanchego(err error) error {
 
 // IndexedContainer is one accepted block as the node's index API serves it
 // (avalanchego --index-enabled): for P and X, the proposervm wrapper around
-// the chain's block.
+// the chain's block (or, before the proposervm fork, the block itself).
 type IndexedContainer struct {
 	Index uint64
 	ID    ids.ID
 	Bytes []byte
 }
 
-// indexPath is the index API of chain's blocks.
-func indexPath(chain string) (string, error) {
+// blockIndex is the index API of chain's blocks (P or X) and the ID
+// avalanchego gives a block of that chain from before the proposervm fork.
+// The C-chain's index is not read: its pre-fork blocks would need coreth's
+// parser, and its proposer details are not served.
+func (a *Avalanche) blockIndex(chain string) (string, func([]byte) (ids.ID, error), error) {
 	switch chain {
-	case "P", "X", "C":
-		return "/ext/index/" + chain + "/block", nil
+	case "P":
+		return "/ext/index/P/block", func(b []byte) (ids.ID, error) {
+			blk, err := pblock.Parse(pblock.GenesisCodec, b)
+			if err != nil {
+				return ids.Empty, err
+			}
+			return blk.ID(), nil
+		}, nil
+	case "X":
+		return "/ext/index/X/block", func(b []byte) (ids.ID, error) {
+			blk, err := a.xp.ParseGenesisBlock(b)
+			if err != nil {
+				return ids.Empty, err
+			}
+			return blk.ID(), nil
+		}, nil
 	}
-	return "", fmt.Errorf("source: no block index for chain %q", chain)
+	return "", nil, fmt.Errorf("source: no block index for chain %q", chain)
 }
 
 // IndexLastAccepted returns the last block the node's index holds for chain
-// (P, X or C). A node without the index API answers HTTP 404.
+// (P or X). A node without the index API answers HTTP 404; an empty index
+// answers a JSON-RPC error.
 func (a *Avalanche) IndexLastAccepted(ctx context.Context, chain string) (IndexedContainer, error) {
-	path, err := indexPath(chain)
+	path, preFork, err := a.blockIndex(chain)
 	if err != nil {
 		return IndexedContainer{}, err
 	}
@@ -374,14 +393,14 @@ func (a *Avalanche) IndexLastAccepted(ctx context.Context, chain string) (Indexe
 		if err := a.send(ctx, path, "index.getLastAccepted", args, &res); err != nil {
 			return IndexedContainer{}, err
 		}
-		return indexedContainer(res)
+		return indexedContainer(res, preFork)
 	})
 }
 
 // IndexContainers returns up to n (at most indexer.MaxFetchedByRange) blocks
 // of chain's index from position start on, fewer at the end of the index.
 func (a *Avalanche) IndexContainers(ctx context.Context, chain string, start uint64, n int) ([]IndexedContainer, error) {
-	path, err := indexPath(chain)
+	path, preFork, err := a.blockIndex(chain)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +419,7 @@ func (a *Avalanche) IndexContainers(ctx context.Context, chain string, start uin
 		}
 		out := make([]IndexedContainer, len(res.Containers))
 		for i, fc := range res.Containers {
-			c, err := indexedContainer(fc)
+			c, err := indexedContainer(fc, preFork)
 			if err != nil {
 				return nil, err
 			}
@@ -413,13 +432,31 @@ func (a *Avalanche) IndexContainers(ctx context.Context, chain string, start uin
 	})
 }
 
-func indexedContainer(fc indexer.FormattedContainer) (IndexedContainer, error) {
+// indexedContainer decodes fc and checks that its bytes are the block the
+// node names, identified as avalanchego identifies it: parsed by the
+// proposervm's block parser (whose ID leaves out a signed block's signature),
+// or, for a block from before the proposervm fork, by the chain's own parser.
+func indexedContainer(fc indexer.FormattedContainer, preFork func([]byte) (ids.ID, error)) (IndexedContainer, error) {
 	b, err := decodeHex(fc.Encoding, fc.Bytes)
 	if err != nil {
 		return IndexedContainer{}, err
 	}
-	if id := ids.ID(hashing.ComputeHash256Array(b)); id != fc.ID {
-		return IndexedContainer{}, fmt.Errorf("%w: container bytes hash to %s, node says %s", ErrInconsistent, id, fc.ID)
+	c := IndexedContainer{Index: uint64(fc.Index), ID: fc.ID, Bytes: b}
+	var parsed []string
+	if blk, err := proposerblock.ParseWithoutVerification(b); err == nil {
+		if blk.ID() == fc.ID {
+			return c, nil
+		}
+		parsed = append(parsed, "a proposervm block "+blk.ID().String())
 	}
-	return IndexedContainer{Index: uint64(fc.Index), ID: fc.ID, Bytes: b}, nil
+	if id, err := preFork(b); err == nil {
+		if id == fc.ID {
+			return c, nil
+		}
+		parsed = append(parsed, "a chain block "+id.String())
+	}
+	if len(parsed) == 0 {
+		return IndexedContainer{}, fmt.Errorf("%w: container %d (%s): bytes are neither a proposervm block nor a chain block", ErrInconsistent, fc.Index, fc.ID)
+	}
+	return IndexedContainer{}, fmt.Errorf("%w: container %d: node says %s, bytes are %s", ErrInconsistent, fc.Index, fc.ID, strings.Join(parsed, " or "))
 }

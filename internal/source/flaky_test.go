@@ -324,8 +324,9 @@ func TestPermanentFailure(t *testing.T) {
 	}{
 		{"avalanche 500 until deadline", always(status(500)), pBlock, 0, 500, true, 3, 1 << 20},
 		{"evm 500 until deadline", always(status(500)), evmBlocks, 0, 500, true, 3, 1 << 20},
-		{"avalanche malformed until deadline", always(reply(`{`)), pBlock, 0, 0, true, 3, 1 << 20},
-		{"evm wrong height until deadline", always(rewriteRequest(`["0x1",true]`, `["0x2",true]`)), evmBlocks, 0, 0, true, 3, 1 << 20},
+		// Wrong answers are given up on after MaxBadAnswers, before the deadline.
+		{"avalanche malformed until bad-answer bound", always(reply(`{`)), pBlock, 0, 0, false, defaultMaxBadAnswers, defaultMaxBadAnswers},
+		{"evm wrong height until bad-answer bound", always(rewriteRequest(`["0x1",true]`, `["0x2",true]`)), evmBlocks, 0, 0, false, defaultMaxBadAnswers, defaultMaxBadAnswers},
 		{"avalanche hangs", always(hang), pBlock, 0, 0, true, 1, 1 << 20},
 		{"avalanche 404 is not retried", always(status(404)), pBlock, 0, 404, false, 1, 1},
 		{"evm 400 is not retried", always(status(400)), evmBlocks, 0, 400, false, 1, 1},

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -18,6 +19,12 @@ type Retry struct {
 	Initial, Max time.Duration
 	// MaxAttempts bounds the attempts; 0 retries until the context ends.
 	MaxAttempts int
+	// MaxBadAnswers bounds the attempts in a row that end in a malformed or
+	// inconsistent answer (default 6: about 8 s of backoff; negative: no
+	// bound). A node that keeps giving a wrong answer is reported to the
+	// caller instead of being asked forever; transport failures are bounded
+	// by MaxAttempts and the context only.
+	MaxBadAnswers int
 	// AttemptTimeout bounds one attempt, so a hung connection is retried
 	// instead of waited on (default 60s; negative: no bound).
 	AttemptTimeout time.Duration
@@ -28,6 +35,7 @@ type Retry struct {
 }
 
 const (
+	defaultMaxBadAnswers  = 6
 	defaultInitial        = 250 * time.Millisecond
 	defaultMax            = 15 * time.Second
 	defaultAttemptTimeout = 60 * time.Second
@@ -42,6 +50,9 @@ func (r Retry) withDefaults() Retry {
 	}
 	if r.Max < r.Initial {
 		r.Max = r.Initial
+	}
+	if r.MaxBadAnswers == 0 {
+		r.MaxBadAnswers = defaultMaxBadAnswers
 	}
 	if r.AttemptTimeout == 0 {
 		r.AttemptTimeout = defaultAttemptTimeout
@@ -88,6 +99,7 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 		}
 		return fmt.Errorf("%s: giving up after %d attempts: %w (last error: %w)", op, attempts, ctx.Err(), last)
 	}
+	bad := 0 // bad answers in a row
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
 			return giveUp(attempt - 1)
@@ -108,6 +120,14 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 		}
 		if r.MaxAttempts > 0 && attempt >= r.MaxAttempts {
 			return fmt.Errorf("%s: giving up after %d attempts: %w", op, attempt, err)
+		}
+		if errors.Is(err, ErrMalformed) || errors.Is(err, ErrInconsistent) {
+			bad++
+		} else {
+			bad = 0
+		}
+		if r.MaxBadAnswers > 0 && bad >= r.MaxBadAnswers {
+			return fmt.Errorf("%s: giving up after %d bad answers in a row: %w", op, bad, err)
 		}
 		wait := r.Backoff(attempt)
 		r.Logger.LogAttrs(ctx, slog.LevelWarn, "source: retrying call",

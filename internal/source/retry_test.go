@@ -86,6 +86,19 @@ func TestIsNotFound(t *testing.T) {
 	}
 }
 
+var (
+	inconsistent = fmt.Errorf("%w: asked height 5, got a block of height 7", ErrInconsistent)
+	malformed    = fmt.Errorf("%w: empty hex", ErrMalformed)
+)
+
+func repeat(err error, n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
+}
+
 func TestRetryDo(t *testing.T) {
 	definitive := &RPCError{Code: -32000, Message: "nope"}
 	tests := []struct {
@@ -101,6 +114,12 @@ func TestRetryDo(t *testing.T) {
 		{"definitive", []error{definitive}, 0, 1, 0, definitive},
 		{"transient then definitive", []error{io.EOF, definitive}, 0, 2, 1, definitive},
 		{"max attempts", []error{io.EOF, io.EOF, io.EOF, io.EOF}, 3, 3, 2, io.EOF},
+		// A node that keeps answering wrongly is reported after
+		// defaultMaxBadAnswers answers in a row, even with no MaxAttempts.
+		{"bad answers bounded", repeat(inconsistent, 10), 0, defaultMaxBadAnswers, defaultMaxBadAnswers - 1, ErrInconsistent},
+		{"malformed counts too", append(repeat(inconsistent, 3), repeat(malformed, 10)...), 0, defaultMaxBadAnswers, defaultMaxBadAnswers - 1, ErrMalformed},
+		// A transport failure in between restarts the count.
+		{"bad answers in a row only", append(append(repeat(inconsistent, 5), io.EOF), repeat(inconsistent, 5)...), 0, 12, 11, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
