@@ -53,22 +53,45 @@ type ChainHealth struct {
 	Lag           int64  `json:"lag"` // blocks the index is behind the node's tip
 	UpdatedAt     int64  `json:"updatedAt,omitempty"`
 	Message       string `json:"message,omitempty"`
+	// Notice: ingesting, but in a lesser way (chains.notice).
+	Notice string `json:"notice,omitempty"`
 }
 
 type checkpoint struct {
 	ok                      bool // a checkpoint row exists
 	height, node, updatedAt int64
+	// stallErr and stalledSince: the ingester's batches fail (chains.stall_error).
+	stallErr     string
+	stalledSince int64
+	notice       string
+}
+
+// chainStateColumns reads a chain's checkpoint and ingest state (aliases c
+// for chains, k for checkpoints), as checkpoint.scan takes them.
+const chainStateColumns = `k.height, COALESCE(k.node_height, 0), COALESCE(k.updated_at, 0),
+	COALESCE(c.stall_error, ''), COALESCE(c.stalled_since, 0), COALESCE(c.notice, '')`
+
+func (c *checkpoint) scan(s interface{ Scan(...any) error }, dest ...any) error {
+	var height sql.NullInt64
+	if err := s.Scan(append(dest, &height, &c.node, &c.updatedAt, &c.stallErr, &c.stalledSince, &c.notice)...); err != nil {
+		return err
+	}
+	c.ok, c.height = height.Valid, height.Int64
+	return nil
 }
 
 // judge applies the thresholds; "" means healthy.
 func (h *Health) judge(chain string, c checkpoint) (ChainHealth, string) {
-	ch := ChainHealth{Status: "up", IndexedHeight: c.height, NodeHeight: c.node, UpdatedAt: c.updatedAt}
+	ch := ChainHealth{Status: "up", IndexedHeight: c.height, NodeHeight: c.node, UpdatedAt: c.updatedAt, Notice: c.notice}
 	if !c.ok {
 		ch.IndexedHeight = -1
 	}
 	ch.Lag = max(c.node-c.height, 0)
 	var problem string
 	switch {
+	case c.stallErr != "":
+		problem = fmt.Sprintf("ingestion of chain %s is stalled at height %d since %s (its node is at %d): %s",
+			chain, c.height+1, time.Unix(c.stalledSince, 0).UTC().Format(time.RFC3339), c.node, c.stallErr)
 	case !c.ok:
 		problem = fmt.Sprintf("chain %s has not indexed any block yet; try again later", chain)
 	case ch.Lag > h.lagThreshold:
@@ -93,11 +116,10 @@ func (h *Health) judge(chain string, c checkpoint) (ChainHealth, string) {
 //	}
 func (h *Health) CheckChain(ctx context.Context, chain string) error {
 	var c checkpoint
-	err := h.db.QueryRowContext(ctx, `SELECT height, node_height, updated_at FROM checkpoints WHERE chain_key = $1`, chain).
-		Scan(&c.height, &c.node, &c.updatedAt)
+	err := c.scan(h.db.QueryRowContext(ctx, `SELECT `+chainStateColumns+`
+		FROM chains c LEFT JOIN checkpoints k ON k.chain_key = c.chain_key WHERE c.chain_key = $1`, chain))
 	switch {
 	case err == nil:
-		c.ok = true
 	case errors.Is(err, sql.ErrNoRows):
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -153,6 +175,9 @@ func (h *Health) Report(ctx context.Context, withChains bool) (HealthReport, boo
 			if ch.Message != "" {
 				ind["message"] = ch.Message
 			}
+			if ch.Notice != "" {
+				ind["notice"] = ch.Notice
+			}
 			add("chain:"+c.key, ind, withChains)
 		}
 	} else {
@@ -172,7 +197,7 @@ func (h *Health) chains(ctx context.Context) ([]chainRow, error) {
 	if err := h.db.Ping(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := h.db.QueryContext(ctx, `SELECT c.chain_key, k.height, COALESCE(k.node_height, 0), COALESCE(k.updated_at, 0)
+	rows, err := h.db.QueryContext(ctx, `SELECT c.chain_key, `+chainStateColumns+`
 		FROM chains c LEFT JOIN checkpoints k ON k.chain_key = c.chain_key ORDER BY c.chain_key`)
 	if err != nil {
 		return nil, err
@@ -181,11 +206,9 @@ func (h *Health) chains(ctx context.Context) ([]chainRow, error) {
 	var out []chainRow
 	for rows.Next() {
 		var c chainRow
-		var height sql.NullInt64
-		if err := rows.Scan(&c.key, &height, &c.node, &c.updatedAt); err != nil {
+		if err := c.scan(rows, &c.key); err != nil {
 			return nil, err
 		}
-		c.ok, c.height = height.Valid, height.Int64
 		out = append(out, c)
 	}
 	return out, rows.Err()

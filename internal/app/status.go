@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -22,13 +23,21 @@ type ChainStatus struct {
 	BlocksPerSec  float64 `json:"blocksPerSecond"`
 	LastBlockTime int64   `json:"lastBlockTimestamp"`
 	UpdatedAt     int64   `json:"updatedAt"`
+	// State is "not started" (no block indexed), "stalled" (the ingester's
+	// batches fail: Error says why, since StalledSince), or "indexing".
+	State        string `json:"state"`
+	Error        string `json:"error,omitempty"`
+	StalledSince int64  `json:"stalledSince,omitempty"`
+	// Notice: ingesting in a lesser way, e.g. without proposer details.
+	Notice string `json:"notice,omitempty"`
 }
 
 // ReadStatus reads every registered chain's progress from the store. The node
-// height is the tip the ingester last saw.
+// height is the tip the ingester last saw (asked again while it is stalled).
 func ReadStatus(ctx context.Context, db *store.DB) ([]ChainStatus, error) {
 	rows, err := db.QueryContext(ctx, `SELECT c.chain_key, c.blockchain_id, COALESCE(k.height, -1), COALESCE(k.node_height, 0),
-		COALESCE(k.rate, 0), COALESCE(k.block_time, 0), COALESCE(k.updated_at, 0)
+		COALESCE(k.rate, 0), COALESCE(k.block_time, 0), COALESCE(k.updated_at, 0),
+		COALESCE(c.stall_error, ''), COALESCE(c.stalled_since, 0), COALESCE(c.notice, '')
 		FROM chains c LEFT JOIN checkpoints k ON k.chain_key = c.chain_key ORDER BY c.chain_key`)
 	if err != nil {
 		return nil, fmt.Errorf("status: %w", err)
@@ -37,10 +46,19 @@ func ReadStatus(ctx context.Context, db *store.DB) ([]ChainStatus, error) {
 	var out []ChainStatus
 	for rows.Next() {
 		var s ChainStatus
-		if err := rows.Scan(&s.Chain, &s.BlockchainID, &s.IndexedHeight, &s.NodeHeight, &s.BlocksPerSec, &s.LastBlockTime, &s.UpdatedAt); err != nil {
+		if err := rows.Scan(&s.Chain, &s.BlockchainID, &s.IndexedHeight, &s.NodeHeight, &s.BlocksPerSec, &s.LastBlockTime, &s.UpdatedAt,
+			&s.Error, &s.StalledSince, &s.Notice); err != nil {
 			return nil, fmt.Errorf("status: %w", err)
 		}
 		s.Lag = max(s.NodeHeight-s.IndexedHeight, 0)
+		switch {
+		case s.Error != "":
+			s.State = "stalled"
+		case s.IndexedHeight < 0:
+			s.State = "not started"
+		default:
+			s.State = "indexing"
+		}
 		out = append(out, s)
 	}
 	return out, rows.Err()
@@ -65,13 +83,30 @@ func status(ctx context.Context, cfg *config.Config, asJSON bool, w io.Writer) e
 		return enc.Encode(st)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHAIN\tBLOCKCHAIN ID\tINDEXED\tNODE TIP\tLAG\tBLOCKS/S\tUPDATED")
+	fmt.Fprintln(tw, "CHAIN\tBLOCKCHAIN ID\tSTATE\tINDEXED\tNODE TIP\tLAG\tBLOCKS/S\tUPDATED")
+	var notes []string
 	for _, s := range st {
 		updated := "never"
 		if s.UpdatedAt > 0 {
 			updated = time.Unix(s.UpdatedAt, 0).UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.1f\t%s\n", s.Chain, s.BlockchainID, s.IndexedHeight, s.NodeHeight, s.Lag, s.BlocksPerSec, updated)
+		indexed, lag := strconv.FormatInt(s.IndexedHeight, 10), strconv.FormatInt(s.Lag, 10)
+		if s.IndexedHeight < 0 {
+			indexed, lag = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\n", s.Chain, s.BlockchainID, s.State, indexed, s.NodeHeight, lag, s.BlocksPerSec, updated)
+		if s.Error != "" {
+			notes = append(notes, fmt.Sprintf("%s: stalled since %s: %s", s.Chain, time.Unix(s.StalledSince, 0).UTC().Format(time.RFC3339), s.Error))
+		}
+		if s.Notice != "" {
+			notes = append(notes, fmt.Sprintf("%s: %s", s.Chain, s.Notice))
+		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(w, n)
+	}
+	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/constants"
@@ -41,7 +40,9 @@ type Options struct {
 	// batches in flight (0: source.EVMOptions' defaults).
 	RPCBatch, RPCConcurrency int
 	Workers                  int // P/X blocks fetched in parallel
-	Log                      *slog.Logger
+	// Retry is the nodes' retry policy (zero: source.Retry's defaults).
+	Retry source.Retry
+	Log   *slog.Logger
 }
 
 // Set is the network and the chains built for it.
@@ -57,7 +58,10 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	node, err := source.NewAvalanche(o.NodeURL, source.Retry{})
+	if o.Retry.Logger == nil {
+		o.Retry.Logger = o.Log
+	}
+	node, err := source.NewAvalanche(o.NodeURL, o.Retry)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +90,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	set := &Set{NetworkID: networkID, Genesis: g, Node: node}
 	workers := max(o.Workers, 8)
 
-	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency}
+	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}
 	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, evmOpts)
 	if err != nil {
 		return nil, err
@@ -124,9 +128,9 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	}
 	set.Chains = append(set.Chains,
 		ingest.Chain{Key: "P", Kind: "P", BlockchainID: constants.PlatformChainID.String(), NetworkID: networkID, Name: "P-Chain",
-			Source: &ingest.PSource{Node: node, Workers: workers, Wrappers: wrappers(ctx, node, "P", o.Log)}, Indexer: pIx, BatchSize: o.BatchSize},
+			Source: &ingest.PSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("P", nodeIndex{node: node, chain: "P"}, o.Log)}, Indexer: pIx, BatchSize: o.BatchSize},
 		ingest.Chain{Key: "X", Kind: "X", BlockchainID: xTx.ID().String(), NetworkID: networkID, Name: "X-Chain",
-			Source: &ingest.XSource{Node: node, Workers: workers, Wrappers: wrappers(ctx, node, "X", o.Log)}, Indexer: xIx, BatchSize: o.BatchSize},
+			Source: &ingest.XSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("X", nodeIndex{node: node, chain: "X"}, o.Log)}, Indexer: xIx, BatchSize: o.BatchSize},
 	)
 	atomic, err := catomic.New(g, o.Log)
 	if err != nil {
@@ -168,28 +172,9 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	return set, nil
 }
 
-// wrappers returns the proposervm wrapper lookup of chain (P or X) when the
-// node serves its index API (avalanchego --index-enabled), or nil: the blocks
-// are then indexed without proposer details.
-func wrappers(ctx context.Context, node *source.Avalanche, chain string, log *slog.Logger) *ingest.Wrappers {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := node.IndexLastAccepted(ctx, chain)
-	var he *source.HTTPError
-	var re *source.RPCError
-	switch {
-	case err == nil, errors.As(err, &re): // an empty index answers an error, but it is there
-		log.Info("chains: node has a block index; proposer details are indexed", "chain", chain)
-		return ingest.NewWrappers(chain, nodeIndex{node: node, chain: chain}, log)
-	case errors.As(err, &he) && he.StatusCode == http.StatusNotFound:
-		log.Info("chains: node has no block index (avalanchego --index-enabled); blocks are indexed without proposer details", "chain", chain)
-	default:
-		log.Warn("chains: block index unreachable; blocks are indexed without proposer details", "chain", chain, "err", err)
-	}
-	return nil
-}
-
 // nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.
+// Whether the node has one is learnt on first use, so serving never waits
+// for it.
 type nodeIndex struct {
 	node  *source.Avalanche
 	chain string
@@ -197,19 +182,38 @@ type nodeIndex struct {
 
 func (n nodeIndex) Last(ctx context.Context) (uint64, []byte, error) {
 	c, err := n.node.IndexLastAccepted(ctx, n.chain)
-	return c.Index, c.Bytes, err
+	if err != nil {
+		return 0, nil, indexError(err)
+	}
+	return c.Index, c.Bytes, nil
 }
 
 func (n nodeIndex) Range(ctx context.Context, start uint64, count int) ([][]byte, error) {
 	cs, err := n.node.IndexContainers(ctx, n.chain, start, count)
 	if err != nil {
-		return nil, err
+		return nil, indexError(err)
 	}
 	out := make([][]byte, len(cs))
 	for i, c := range cs {
 		out[i] = c.Bytes
 	}
 	return out, nil
+}
+
+// indexError maps the node's answers that say "no index" (HTTP 404) and
+// "nothing there yet" (avalanchego's indexer errors for an empty index or a
+// position past its end) to ingest's errors.
+func indexError(err error) error {
+	var he *source.HTTPError
+	var re *source.RPCError
+	switch {
+	case errors.As(err, &he) && he.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", ingest.ErrNoIndex, err)
+	case errors.As(err, &re) && (strings.Contains(re.Message, "no containers have been accepted") ||
+		strings.Contains(re.Message, "> last accepted index")):
+		return fmt.Errorf("%w: %w", ingest.ErrIndexEmpty, err)
+	}
+	return err
 }
 
 type evmChain struct {

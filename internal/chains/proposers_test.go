@@ -49,7 +49,13 @@ func (x blockIndex) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	formatted := func(i int) indexer.FormattedContainer {
 		s, _ := formatting.Encode(formatting.Hex, x.containers[i])
-		return indexer.FormattedContainer{ID: ids.ID(hashing.ComputeHash256Array(x.containers[i])), Bytes: s,
+		// The node's ID of a container: a proposervm block's own (which
+		// leaves out a signature), else the pre-fork block's hash.
+		id := ids.ID(hashing.ComputeHash256Array(x.containers[i]))
+		if b, err := block.ParseWithoutVerification(x.containers[i]); err == nil {
+			id = b.ID()
+		}
+		return indexer.FormattedContainer{ID: id, Bytes: s,
 			Timestamp: time.Unix(1_700_000_000+int64(i), 0).UTC(), Encoding: formatting.Hex, Index: avajson.Uint64(i)}
 	}
 	var result any

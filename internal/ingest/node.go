@@ -68,6 +68,9 @@ type PSource struct {
 
 func (s *PSource) Tip(ctx context.Context) (uint64, error) { return s.Node.PHeight(ctx) }
 
+// Notice says when blocks go without proposer details (Wrappers.Notice).
+func (s *PSource) Notice() string { return s.Wrappers.Notice() }
+
 func (s *PSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	blocks, err := fetchParallel(ctx, from, to, max(s.Workers, 1), func(ctx context.Context, h uint64) (RawBlock, error) {
 		b, err := s.Node.PBlockByHeight(ctx, h)
@@ -115,6 +118,9 @@ type XSource struct {
 }
 
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
+
+// Notice says when blocks go without proposer details (Wrappers.Notice).
+func (s *XSource) Notice() string { return s.Wrappers.Notice() }
 
 func (s *XSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	s.once.Do(func() {

@@ -22,6 +22,13 @@ type Source interface {
 	Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error)
 }
 
+// Noticer is a Source that can say it works in a lesser way (P/X blocks
+// without proposer details while the node's block index fails): the
+// pipeline records what it says for status and health.
+type Noticer interface {
+	Notice() string // "" when all is well
+}
+
 // Chain is one chain to follow.
 type Chain struct {
 	Key          string // P, X, C, or an EVM chain id
@@ -169,6 +176,11 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 		return err
 	}
 	next++
+	// A stall or notice a previous run left is its own: this run says anew.
+	st := &streamState{rate: newRate(), lastLog: time.Now()}
+	if err := p.recordState(ctx, c, st, nil); err != nil {
+		return err
+	}
 	tip, err := p.tip(ctx, c)
 	if err != nil {
 		return err
@@ -177,7 +189,6 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 	p.setProgress(c.Key, next-1, tip, 0)
 	p.log.Info("ingest start", "chain", c.Key, "from", next, "tip", tip)
 
-	st := &streamState{rate: newRate(), lastLog: time.Now()}
 	backoff := p.opts.RetryBase
 	for {
 		if ctx.Err() != nil {
@@ -205,11 +216,22 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 		if n > 0 {
 			backoff = p.opts.RetryBase
 		}
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			err = fmt.Errorf("height %d: %w", next, err)
+			// The node's real tip, for status and health: the tip this
+			// range began with may be long gone.
+			if t, terr := p.nodeTip(ctx, c); terr == nil {
+				tip, target = t, max(target, t)
+				p.setProgress(c.Key, next-1, tip, 0)
 			}
-			p.log.Error("ingest batch failed; retrying", "chain", c.Key, "from", next, "to", target, "err", err, "backoff", backoff)
+		}
+		if err != nil {
+			if rerr := p.recordState(ctx, c, st, err); rerr != nil {
+				p.log.Warn("ingest: record chain state", "chain", c.Key, "err", rerr)
+			}
 			if err := sleep(ctx, backoff); err != nil {
 				return err
 			}
@@ -222,6 +244,51 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 type streamState struct {
 	rate    *rateMeter
 	lastLog time.Time
+	// stalled and notice are what the chains table says of the chain now.
+	stalled   bool
+	stallSeen string
+	notice    string
+	recorded  bool // the state was written at least once this run
+}
+
+// recordState keeps the chain's stall and notice (chains.stall_error,
+// chains.notice) in step with the last range's outcome: failed is its error,
+// nil when it committed. A stall is logged once as an ERROR (with the height
+// and what went wrong), again only when it ends; the pipeline goes on
+// retrying with backoff meanwhile.
+func (p *Pipeline) recordState(ctx context.Context, c Chain, st *streamState, failed error) error {
+	notice := ""
+	if n, ok := c.Source.(Noticer); ok {
+		notice = n.Notice()
+	}
+	now := time.Now().Unix()
+	switch {
+	case failed != nil && !st.stalled:
+		p.log.Error("ingest: chain stalled; retrying", "chain", c.Key, "err", failed)
+	case failed != nil:
+		p.log.Debug("ingest: chain still stalled", "chain", c.Key, "err", failed)
+	case st.stalled:
+		p.log.Info("ingest: chain resumed", "chain", c.Key)
+	}
+	var stallErr string
+	if failed != nil {
+		stallErr = failed.Error()
+	}
+	if st.recorded && stallErr == st.stallSeen && notice == st.notice {
+		return nil
+	}
+	// The since columns keep the start of a stall (or notice) that goes on.
+	_, err := p.db.ExecContext(ctx, `UPDATE chains SET
+		stalled_since = CASE WHEN $1 = '' THEN NULL WHEN stall_error IS NULL THEN $2 ELSE stalled_since END,
+		stall_error = NULLIF($1, ''),
+		notice_since = CASE WHEN $3 = '' THEN NULL WHEN notice IS NULL THEN $2 ELSE notice_since END,
+		notice = NULLIF($3, '')
+		WHERE chain_key = $4`, stallErr, now, notice, c.Key)
+	if err != nil {
+		return fmt.Errorf("ingest: record state of %s: %w", c.Key, err)
+	}
+	st.stalled, st.stallSeen, st.notice, st.recorded = failed != nil, stallErr, notice, true
+	return nil
 }
 
 // prefetchChunks is how many fetched chunks may wait for the writer (the
@@ -265,6 +332,9 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 		done += n
 		if n > 0 {
 			p.committed(c, from+done-1, n, tip, st)
+			if rerr := p.recordState(ctx, c, st, nil); rerr != nil {
+				p.log.Warn("ingest: record chain state", "chain", c.Key, "err", rerr)
+			}
 		}
 		if err != nil {
 			return done, err
@@ -469,6 +539,21 @@ func SetCheckpoint(ctx context.Context, tx *store.Tx, chain string, last RawBloc
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// nodeTipTimeout bounds the tip asked for while a chain is stalled.
+const nodeTipTimeout = 10 * time.Second
+
+// nodeTip asks the node's tip once (bounded), recording it like tip does.
+func (p *Pipeline) nodeTip(ctx context.Context, c Chain) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, nodeTipTimeout)
+	defer cancel()
+	t, err := c.Source.Tip(ctx)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = p.db.ExecContext(ctx, `UPDATE checkpoints SET node_height = $1, updated_at = $2 WHERE chain_key = $3`, int64(t), time.Now().Unix(), c.Key)
+	return t, nil
 }
 
 func (p *Pipeline) tip(ctx context.Context, c Chain) (uint64, error) {

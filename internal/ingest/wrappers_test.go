@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/hashing"
@@ -15,10 +17,12 @@ import (
 )
 
 // fakeIndex holds wrappers of blocks whose bytes are their height (8 bytes),
-// the block at height h at position h - offset.
+// the block at height h at position h - offset. err, when set, is every
+// call's answer.
 type fakeIndex struct {
 	offset, last int64
-	fail         bool
+	err          error
+	calls        int
 }
 
 func innerAt(h uint64) []byte { return binary.BigEndian.AppendUint64(nil, h) }
@@ -32,15 +36,17 @@ func (f *fakeIndex) wrapper(pos int64) []byte {
 }
 
 func (f *fakeIndex) Last(context.Context) (uint64, []byte, error) {
-	if f.fail {
-		return 0, nil, errors.New("index down")
+	f.calls++
+	if f.err != nil {
+		return 0, nil, f.err
 	}
 	return uint64(f.last), f.wrapper(f.last), nil
 }
 
 func (f *fakeIndex) Range(_ context.Context, start uint64, n int) ([][]byte, error) {
-	if f.fail {
-		return nil, errors.New("index down")
+	f.calls++
+	if f.err != nil {
+		return nil, f.err
 	}
 	var out [][]byte
 	for p := int64(start); p <= f.last && len(out) < n; p++ {
@@ -77,43 +83,93 @@ func wrapped(bs []RawBlock) []uint64 {
 }
 
 func TestWrappersAttach(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	waits := indexBehindWaits
+	indexBehindWaits = []time.Duration{time.Millisecond}
+	t.Cleanup(func() { indexBehindWaits = waits })
+	logs := &strings.Builder{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	idx := &fakeIndex{offset: 10, last: 2000} // heights 10..2010 indexed
 	w := NewWrappers("P", idx, log)
+	w.RetryAfter = time.Hour
+	ctx := context.Background()
 
 	// Heights before the index began keep their bytes; a range beyond one
 	// Range call (1,024) is fetched in several.
 	bs := fetched(5, 1500)
-	w.attach(context.Background(), bs, heightOf)
+	w.attach(ctx, bs, heightOf)
 	if got := wrapped(bs); len(got) != 1491 || got[0] != 10 || got[len(got)-1] != 1500 {
 		t.Fatalf("wrapped %d heights, %v..", len(got), got[:min(3, len(got))])
 	}
-	// Beyond the index's end: none.
-	bs = fetched(2011, 2020)
-	if w.attach(context.Background(), bs, heightOf); len(wrapped(bs)) != 0 {
-		t.Fatalf("wrapped %v beyond the index", wrapped(bs))
-	}
-	// The index shifted (rebuilt): the mismatch is detected, nothing wrong
-	// is attached, and the next batch learns the new offset.
+	// The index shifted (rebuilt): the mismatch is detected and the offset
+	// learnt again at once; nothing wrong is attached.
 	idx.offset = 7
 	bs = fetched(100, 110)
-	if w.attach(context.Background(), bs, heightOf); len(wrapped(bs)) != 0 {
-		t.Fatalf("wrapped %v from a shifted index", wrapped(bs))
+	if w.attach(ctx, bs, heightOf); len(wrapped(bs)) != 11 || w.Notice() != "" {
+		t.Fatalf("after relearning wrapped %v, notice %q", wrapped(bs), w.Notice())
 	}
-	bs = fetched(100, 110)
-	if w.attach(context.Background(), bs, heightOf); len(wrapped(bs)) != 11 {
-		t.Fatalf("after relearning wrapped %v", wrapped(bs))
+	idx.offset = 10
+
+	// Failures fall back to blocks as fetched: one ERROR line, a notice,
+	// and the index left alone until RetryAfter.
+	for _, tt := range []struct {
+		name string
+		err  error
+		from uint64
+	}{
+		{"index ends before the blocks", nil, 2005},
+		{"index down", errors.New("index down"), 200},
+		{"wrong answers", errors.New("inconsistent answer: container 3: node says A, bytes are B"), 300},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			logs.Reset()
+			w.failure, w.retryAt = "", time.Time{}
+			idx.err = tt.err
+			bs := fetched(tt.from, tt.from+10)
+			w.attach(ctx, bs, heightOf)
+			if tt.err != nil && len(wrapped(bs)) != 0 {
+				t.Fatalf("wrapped %v from a failing index", wrapped(bs))
+			}
+			if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(w.Notice(), "without proposer details") {
+				t.Fatalf("%d ERROR lines, notice %q: %s", n, w.Notice(), logs.String())
+			}
+			calls := idx.calls
+			for range 3 {
+				bs := fetched(tt.from+11, tt.from+20)
+				if w.attach(ctx, bs, heightOf); len(wrapped(bs)) != 0 {
+					t.Fatal("wrapped while the index is left alone")
+				}
+			}
+			if idx.calls != calls || strings.Count(logs.String(), "level=ERROR") != 1 {
+				t.Fatalf("index asked %d times, %d ERROR lines while left alone", idx.calls-calls, strings.Count(logs.String(), "level=ERROR"))
+			}
+			// RetryAfter passed and the index answers: details again.
+			idx.err = nil
+			w.retryAt = time.Time{}
+			bs = fetched(500, 510)
+			if w.attach(ctx, bs, heightOf); len(wrapped(bs)) != 11 || w.Notice() != "" || !strings.Contains(logs.String(), "block index answers again") {
+				t.Fatalf("after recovery wrapped %v, notice %q", wrapped(bs), w.Notice())
+			}
+		})
 	}
-	// An index that fails leaves the blocks as fetched.
-	idx.fail = true
-	bs = fetched(200, 210)
-	if w.attach(context.Background(), bs, heightOf); len(wrapped(bs)) != 0 {
-		t.Fatalf("wrapped %v from a failing index", wrapped(bs))
+
+	// An empty index is no failure; a node without one is not asked again.
+	idx = &fakeIndex{err: fmt.Errorf("%w: json-rpc error -32000: no containers have been accepted", ErrIndexEmpty)}
+	w = NewWrappers("P", idx, log)
+	bs = fetched(600, 610)
+	if w.attach(ctx, bs, heightOf); len(wrapped(bs)) != 0 || w.Notice() != "" {
+		t.Fatalf("empty index: wrapped %v, notice %q", wrapped(bs), w.Notice())
 	}
+	idx.err = fmt.Errorf("%w: http status 404", ErrNoIndex)
+	w.attach(ctx, fetched(600, 610), heightOf)
+	calls := idx.calls
+	if w.attach(ctx, fetched(611, 620), heightOf); idx.calls != calls || w.Notice() != "" {
+		t.Fatalf("no index: asked again (%d calls), notice %q", idx.calls-calls, w.Notice())
+	}
+
 	// No index at all.
 	var none *Wrappers
 	bs = fetched(1, 3)
-	if none.attach(context.Background(), bs, heightOf); len(wrapped(bs)) != 0 {
+	if none.attach(ctx, bs, heightOf); len(wrapped(bs)) != 0 || none.Notice() != "" {
 		t.Fatal("nil Wrappers changed blocks")
 	}
 }
