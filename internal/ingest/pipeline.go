@@ -219,6 +219,14 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 		if err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err != nil && store.IsTransient(err) {
+			// Another chain's writer held the rows: not a stall, run it again.
+			p.log.Warn("ingest: write conflict; retrying the batch", "chain", c.Key, "height", next, "err", err)
+			if err := sleep(ctx, p.opts.RetryBase); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			err = fmt.Errorf("height %d: %w", next, err)
 			// The node's real tip, for status and health: the tip this

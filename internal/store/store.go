@@ -21,6 +21,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"github.com/mattn/go-sqlite3"      // the writer's driver; registers "sqlite3" for the readers
 )
@@ -383,4 +384,12 @@ func (c sqliteConnector) Driver() driver.Driver {
 func MigrationText(name string) (string, error) {
 	b, err := migrationFS.ReadFile("migrations/" + name)
 	return string(b), err
+}
+
+// IsTransient reports whether err is a write conflict that the same
+// transaction, run again, gets past: PostgreSQL's deadlock and serialization
+// failures (concurrent chain writers touch shared rows such as atomic UTXOs).
+func IsTransient(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -225,4 +228,21 @@ func TestTxLifecycle(t *testing.T) {
 			t.Fatalf("rows = %d, %v", n, err)
 		}
 	})
+}
+
+func TestIsTransient(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("store: exec %q: %w", "INSERT", &pgconn.PgError{Code: "40P01", Message: "deadlock detected"}), true},
+		{&pgconn.PgError{Code: "40001"}, true},
+		{&pgconn.PgError{Code: "23505"}, false}, // unique violation: a bug, not a conflict
+		{errors.New("deadlock detected"), false},
+		{nil, false},
+	} {
+		if got := store.IsTransient(tt.err); got != tt.want {
+			t.Errorf("IsTransient(%v) = %v", tt.err, got)
+		}
+	}
 }
