@@ -514,7 +514,7 @@ func indexFaults(node *faultyNode, wrappers map[string]map[int64]recordedWrapper
 			}
 			node.proxyEdited(w, r, body, func(b []byte) []byte {
 				var resp struct {
-					JSONRPC string                             `json:"jsonrpc"`
+					JSONRPC string                            `json:"jsonrpc"`
 					Result  indexer.GetContainerRangeResponse `json:"result"`
 					ID      json.RawMessage                   `json:"id"`
 				}
