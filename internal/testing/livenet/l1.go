@@ -36,6 +36,10 @@ var (
 	WarpAddr              = common.HexToAddress("0x0200000000000000000000000000000000000005")
 )
 
+// l1GenesisTimestamp is avalanchego's upgrade.InitiallyActiveTime
+// (2020-12-05T05:00:00Z), as subnet-evm's own test genesis uses.
+const l1GenesisTimestamp = 1607144400
+
 // L1 fee config; the fee manager precompile changes it during the workload.
 var l1FeeConfig = map[string]any{
 	"gasLimit":                 20_000_000,
@@ -79,11 +83,13 @@ func SubnetEVMGenesis(evmChainID *big.Int, admin *Key, enabled []*Key) ([]byte, 
 			"rewardManagerConfig":             allowList(false),
 			"txAllowListConfig":               allowList(true),
 			"contractDeployerAllowListConfig": allowList(true),
-			"warpConfig":                      map[string]any{"blockTimestamp": 0},
+			// Warp must not activate before Durango, which the upgrade
+			// config activates at the genesis timestamp below.
+			"warpConfig": map[string]any{"blockTimestamp": l1GenesisTimestamp},
 		},
 		"alloc":      alloc,
 		"nonce":      "0x0",
-		"timestamp":  "0x5FCB13D0", // avalanchego's InitiallyActiveTime, as subnet-evm's own test genesis
+		"timestamp":  fmt.Sprintf("0x%x", l1GenesisTimestamp),
 		"extraData":  "0x00",
 		"gasLimit":   "0x1312D00", // 20,000,000 = feeConfig.gasLimit
 		"difficulty": "0x0",
