@@ -36,8 +36,16 @@ func (c *Contract) DeployData(args ...any) ([]byte, error) {
 	return append(append([]byte(nil), c.Bytecode...), packed...), nil
 }
 
-// Call packs a method call (panics on a bad method or args: a programming error).
+// Call packs a method call (panics on a bad method or args: a programming
+// error). Overloads (which the abi package names m, m0, m1, ...) are told
+// apart by their argument count.
 func (c *Contract) Call(method string, args ...any) []byte {
+	for _, name := range []string{method, method + "0", method + "1"} {
+		if m, ok := c.ABI.Methods[name]; ok && len(m.Inputs) == len(args) {
+			method = name
+			break
+		}
+	}
 	b, err := c.ABI.Pack(method, args...)
 	if err != nil {
 		panic(fmt.Sprintf("livenet: %s.%s: %v", c.Name, method, err))
