@@ -19,11 +19,14 @@ import (
 	ethereum "github.com/ava-labs/libevm"
 )
 
+// TxKind selects the EVM tx envelope; the zero value is EIP-1559.
+type TxKind uint8
+
 // EVM tx envelope kinds.
 const (
-	TxLegacy     = types.LegacyTxType
-	TxAccessList = types.AccessListTxType
-	TxDynamicFee = types.DynamicFeeTxType
+	TxDynamicFee TxKind = iota // type 2 (the default)
+	TxLegacy                   // type 0
+	TxAccessList               // type 1 (EIP-2930)
 )
 
 // EVMChain sends and tracks txs on one EVM chain (the C-chain or the L1).
@@ -62,7 +65,7 @@ type EVMTx struct {
 	Data  []byte
 	// Gas 0 estimates (x1.5); a fixed value is needed for txs meant to revert.
 	Gas        uint64
-	Kind       uint8 // TxLegacy, TxAccessList, TxDynamicFee (default: dynamic)
+	Kind       TxKind
 	AccessList types.AccessList
 
 	Step    string
@@ -153,7 +156,6 @@ func (c *EVMChain) Send(ctx context.Context, tx EVMTx) (*Pending, error) {
 	case TxAccessList:
 		inner = &types.AccessListTx{ChainID: c.ChainID, Nonce: nonce, GasPrice: feeCap, Gas: gas, To: tx.To, Value: value, Data: tx.Data, AccessList: tx.AccessList}
 	default:
-		tx.Kind = TxDynamicFee
 		inner = &types.DynamicFeeTx{ChainID: c.ChainID, Nonce: nonce, GasTipCap: tip, GasFeeCap: feeCap.Add(feeCap, tip), Gas: gas, To: tx.To, Value: value, Data: tx.Data, AccessList: tx.AccessList}
 	}
 	signed, err := types.SignNewTx(tx.From.Key.ToECDSA(), types.LatestSignerForChainID(c.ChainID), inner)
@@ -179,7 +181,7 @@ func (c *EVMChain) Send(ctx context.Context, tx EVMTx) (*Pending, error) {
 	for _, a := range tx.Addresses {
 		addrs = append(addrs, a.Hex())
 	}
-	extra := map[string]any{"txType": tx.Kind, "nonce": nonce, "gas": gas}
+	extra := map[string]any{"txType": signed.Type(), "nonce": nonce, "gas": gas}
 	if value.Sign() != 0 {
 		extra["value"] = value.String()
 	}

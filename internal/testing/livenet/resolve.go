@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ava-labs/libevm/common/hexutil"
 
@@ -93,7 +94,8 @@ func ResolveHeights(ctx context.Context, n *Network, res *WorkloadResult) error 
 			extra["staker"] = s.Name
 		}
 		n.Log.Add(&TxRecord{Step: "reward", Chain: ChainP, BlockchainID: n.PChainID.String(), Type: "RewardValidatorTx", TxID: rw.txID.String(),
-			Purpose: "issued by the P-chain when a staker's period ended", Height: rw.height, BlockID: rw.blockID, Accepted: true, IssuedByChain: true, Extra: extra})
+			Purpose: "issued by the P-chain when a staker's period ended", Height: rw.height, BlockID: rw.blockID, Accepted: true, IssuedByChain: true, Extra: extra,
+			Issued: rw.time, Time: rw.time})
 	}
 	if res != nil {
 		var pTip struct {
@@ -119,7 +121,8 @@ type rewardTx struct {
 	txID, stakerTxID ids.ID
 	height           uint64
 	blockID          string
-	option           string // Go type of the block after the proposal block
+	time             time.Time // the proposal block's timestamp
+	option           string    // Go type of the block after the proposal block
 }
 
 // scanP reads every P-chain block (hex, parsed with the platformvm codec).
@@ -156,7 +159,11 @@ func scanP(ctx context.Context, uri string) (map[string]txLocation, []rewardTx, 
 		for _, tx := range blk.Txs() {
 			locs[tx.ID().String()] = txLocation{height: h, blockID: blk.ID().String()}
 			if rv, ok := tx.Unsigned.(*txs.RewardValidatorTx); ok {
-				rewards = append(rewards, rewardTx{txID: tx.ID(), stakerTxID: rv.TxID, height: h, blockID: blk.ID().String()})
+				rw := rewardTx{txID: tx.ID(), stakerTxID: rv.TxID, height: h, blockID: blk.ID().String()}
+				if b, ok := blk.(interface{ Timestamp() time.Time }); ok {
+					rw.time = b.Timestamp().UTC()
+				}
+				rewards = append(rewards, rw)
 			}
 		}
 	}
