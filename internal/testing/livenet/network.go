@@ -72,6 +72,7 @@ type Network struct {
 	logf   func(string, ...any)
 	logger logging.Logger
 	closer io.Closer
+	reaper *os.Process
 }
 
 // L1 describes the main Avalanche L1: a subnet-evm chain on a subnet
@@ -184,7 +185,16 @@ func Start(ctx context.Context, cfg NetworkConfig) (*Network, error) {
 	logf("livenet: starting 2 validator nodes under %s", cfg.RootDir)
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-	if err := tmpnet.BootstrapNewNetwork(startCtx, n.logger, n.TmpNet, cfg.RootDir); err != nil {
+	// tmpnet.BootstrapNewNetwork, split so the reaper watches the network
+	// directory before any node starts.
+	if err := n.TmpNet.EnsureDefaultConfig(startCtx, n.logger); err != nil {
+		return nil, err
+	}
+	if err := n.TmpNet.Create(cfg.RootDir); err != nil {
+		return nil, err
+	}
+	n.reaper = startReaper(n.TmpNet.Dir)
+	if err := n.TmpNet.Bootstrap(startCtx, n.logger); err != nil {
 		// Nodes may have started: stop whatever runs.
 		n.Stop(context.Background())
 		return nil, fmt.Errorf("livenet: starting the network: %w", err)
@@ -248,6 +258,31 @@ func (n *Network) URIs() []string {
 		if node.IsRunning() {
 			out = append(out, node.GetAccessibleURI())
 		}
+	}
+	return out
+}
+
+// NodeInfo describes one node of the network.
+type NodeInfo struct {
+	NodeID  ids.NodeID
+	URI     string // API base URL, "" when not running
+	Role    string // "validator" (primary network, genesis) or "l1-validator"
+	DataDir string // node data: db, chainData, logs/ (main.log, P.log, X.log, C.log, <L1 chain ID>.log)
+}
+
+// Nodes lists the nodes: the genesis validators, then the L1 node.
+func (n *Network) Nodes() []NodeInfo {
+	var out []NodeInfo
+	for _, node := range n.TmpNet.Nodes {
+		role := "validator"
+		if n.L1Node != nil && node.NodeID == n.L1Node.NodeID {
+			role = "l1-validator"
+		}
+		uri := ""
+		if node.IsRunning() {
+			uri = node.GetAccessibleURI()
+		}
+		out = append(out, NodeInfo{NodeID: node.NodeID, URI: uri, Role: role, DataDir: node.DataDir})
 	}
 	return out
 }
@@ -344,6 +379,10 @@ func (n *Network) Stop(ctx context.Context) error {
 	if n.closer != nil {
 		n.closer.Close()
 		n.closer = nil
+	}
+	if n.reaper != nil && err == nil {
+		_ = n.reaper.Kill()
+		n.reaper = nil
 	}
 	return err
 }
