@@ -72,6 +72,10 @@ func NewHandlerWithOptions(rec *Recording, opts Options) http.Handler {
 		{"X", []string{"X", "avm"}, []string{""}, func(string) *family { return rec.families["/ext/bc/X"] }},
 		{"C", []string{"C", "evm"}, []string{"/rpc", "/avax"}, func(sub string) *family { return rec.families["/ext/bc/C"+sub] }},
 	}
+	// Further EVM chains the node tracks (L1s): their blockchain ID only.
+	for _, p := range rec.EVMChains() {
+		h.routes[p] = rec.families[p]
+	}
 	// The index API is there when the node ran with --index-enabled: when
 	// the recording has it.
 	for _, p := range indexPaths {

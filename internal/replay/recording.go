@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ava-labs/avalanchego/ids"
 )
 
 // maxFileSize bounds what Load reads from one recording file; recordings are
@@ -91,14 +93,43 @@ type Recording struct {
 
 	families map[string]*family // endpoint -> API family
 	index    map[string][]int   // family name + canonical call -> exchange indexes
+	// chainFiles maps the file of a further EVM chain to its node path.
+	chainFiles map[string]string
+}
+
+// EVMChains lists the node paths of the further EVM chains the recording
+// has (/ext/bc/<blockchainID>/rpc), beside the C-chain.
+func (rec *Recording) EVMChains() []string {
+	var out []string
+	for _, p := range rec.chainFiles {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// evmChainFile reads the blockchain ID from a file name ext_bc_<id>_rpc.jsonl.
+func evmChainFile(name string) (string, bool) {
+	id, ok := strings.CutPrefix(name, "ext_bc_")
+	if !ok {
+		return "", false
+	}
+	if id, ok = strings.CutSuffix(id, "_rpc.jsonl"); !ok {
+		return "", false
+	}
+	if _, err := ids.FromString(id); err != nil {
+		return "", false
+	}
+	return id, true
 }
 
 // Load reads dir/network.json (optional) and dir/rpc/*.jsonl.
 func Load(dir string) (*Recording, error) {
 	rec := &Recording{
-		Dir:      dir,
-		families: newFamilies(),
-		index:    make(map[string][]int),
+		Dir:        dir,
+		families:   newFamilies(),
+		index:      make(map[string][]int),
+		chainFiles: make(map[string]string),
 	}
 	if err := rec.loadNetwork(filepath.Join(dir, "network.json")); err != nil {
 		return nil, err
@@ -114,7 +145,15 @@ func Load(dir string) (*Recording, error) {
 			continue
 		}
 		if _, ok := endpointFiles[e.Name()]; !ok {
-			return nil, fmt.Errorf("replay: %s: unknown endpoint file (known: ext_info, ext_bc_P, ext_bc_X, ext_bc_C_rpc, ext_bc_C_avax, ext_index, ext_bc_C_debug)", filepath.Join(rpcDir, e.Name()))
+			// ext_bc_<blockchainID>_rpc.jsonl: another EVM chain of the node
+			// (an L1 it tracks), served on /ext/bc/<blockchainID>/rpc.
+			id, ok := evmChainFile(e.Name())
+			if !ok {
+				return nil, fmt.Errorf("replay: %s: unknown endpoint file (known: ext_info, ext_bc_P, ext_bc_X, ext_bc_C_rpc, ext_bc_C_avax, ext_index, ext_bc_C_debug, ext_bc_<blockchainID>_rpc)", filepath.Join(rpcDir, e.Name()))
+			}
+			path := "/ext/bc/" + id + "/rpc"
+			rec.families[path] = &family{name: "evm:" + id, kind: evmFamily, evmMethods: evmMethodSet()}
+			rec.chainFiles[e.Name()] = path
 		}
 		names = append(names, e.Name())
 	}
@@ -123,7 +162,11 @@ func Load(dir string) (*Recording, error) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if err := rec.loadFile(filepath.Join(rpcDir, name), endpointFiles[name]); err != nil {
+		endpoint, ok := endpointFiles[name]
+		if !ok {
+			endpoint = rec.chainFiles[name]
+		}
+		if err := rec.loadFile(filepath.Join(rpcDir, name), endpoint); err != nil {
 			return nil, err
 		}
 	}
