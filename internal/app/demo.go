@@ -45,7 +45,7 @@ func demo(ctx context.Context, cfg *config.Config, dir string, stdout io.Writer,
 	if err != nil {
 		return err
 	}
-	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
+	if err := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, true), log).Run(ctx); err != nil {
 		return err
 	}
 	return run(ctx, cfg, db, set, stdout, log, func(addr string) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
@@ -53,7 +54,7 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 		return err
 	}
 	defer db.Close()
-	pipe := ingest.New(db, set.Chains, ingest.Options{UntilTip: untilTip, Poll: cfg.Poll}, log)
+	pipe := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, untilTip), log)
 	if isTerminal(os.Stderr) {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -62,13 +63,23 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 	return pipe.Run(ctx)
 }
 
+// pipelineOptions: every chain of the set, and the L1 chains created on the
+// P-chain that the node serves, found as the P-chain is indexed.
+func pipelineOptions(cfg *config.Config, db *store.DB, set *chains.Set, untilTip bool) ingest.Options {
+	return ingest.Options{UntilTip: untilTip, Poll: cfg.Poll, Discover: set.Discover(db), DiscoverEvery: max(10*cfg.Poll, 2*time.Second)}
+}
+
 func reindex(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	db, set, err := start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return ingest.Reindex(ctx, db, set.Chains, 256, log)
+	l1s, err := set.IndexedL1s(ctx, db)
+	if err != nil {
+		return err
+	}
+	return ingest.Reindex(ctx, db, append(set.Chains, l1s...), 256, log)
 }
 
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer, log *slog.Logger) error {
@@ -126,7 +137,7 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 	defer stopIngest()
 	ingestDone := make(chan error, 1)
 	if cfg.Ingest {
-		pipe := ingest.New(db, set.Chains, ingest.Options{Poll: cfg.Poll}, log)
+		pipe := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, false), log)
 		go func() { ingestDone <- pipe.Run(ingestCtx) }()
 	} else {
 		log.Info("ingestion off: serving what another process indexes")

@@ -42,6 +42,11 @@ type Options struct {
 	Workers                  int // P/X blocks fetched in parallel
 	// Retry is the nodes' retry policy (zero: source.Retry's defaults).
 	Retry source.Retry
+	// EVMGenesis holds the genesis allocation of further EVM chains outside
+	// this network (--evm-genesis), by EVM chain id.
+	EVMGenesis map[uint64]map[common.Address]*big.Int
+	// ICMAllow and ICMDeny: see icm.Config.
+	ICMAllow, ICMDeny []common.Address
 	Log   *slog.Logger
 }
 
@@ -51,6 +56,13 @@ type Set struct {
 	Genesis   *genesis.Genesis
 	Chains    []ingest.Chain
 	Node      *source.Avalanche
+
+	opts    Options
+	evmOpts source.EVMOptions
+	icm     *icm.Indexer
+	atomic  atomicAdapter
+	l1URLs  map[ids.ID]string // --evm-rpc URLs of chains of this network, by blockchain ID
+	l1      l1State
 }
 
 // Build asks the node for the network and builds every chain to follow.
@@ -87,10 +99,11 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	} else if xID != xTx.ID() {
 		return nil, fmt.Errorf("chains: node's X-chain is %s, genesis says %s", xID, xTx.ID())
 	}
-	set := &Set{NetworkID: networkID, Genesis: g, Node: node}
+	set := &Set{NetworkID: networkID, Genesis: g, Node: node, opts: o}
 	workers := max(o.Workers, 8)
 
 	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}
+	set.evmOpts = evmOpts
 	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, evmOpts)
 	if err != nil {
 		return nil, err
@@ -101,7 +114,15 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	}
 	evmChains := []evmChain{{key: "C", name: "C-Chain", blockchainID: cTx.ID(), chainID: cChainID, src: cEVM}}
 	var extraKeys []pchain.ChainKey
+	set.l1URLs = map[ids.ID]string{}
 	for _, u := range o.EVMRPCs {
+		// A chain of this network (its URL names its blockchain ID) is
+		// followed once the P-chain index holds its CreateChainTx, whose
+		// genesis gives the allocation: see Discover.
+		if bc := blockchainIDFromURL(u); bc != ids.Empty {
+			set.l1URLs[bc] = u
+			continue
+		}
 		src, err := source.NewEVM(ctx, u, evmOpts)
 		if err != nil {
 			return nil, err
@@ -111,11 +132,10 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 			return nil, fmt.Errorf("chains: chain id of %s: %w", u, err)
 		}
 		key := strconv.FormatUint(id, 10)
-		bc := blockchainIDFromURL(u)
-		evmChains = append(evmChains, evmChain{key: key, name: "EVM " + key, blockchainID: bc, chainID: id, src: src})
-		if bc != ids.Empty {
-			extraKeys = append(extraKeys, pchain.ChainKey{Key: key, BlockchainID: bc})
+		if o.EVMGenesis[id] == nil {
+			o.Log.Warn("chains: no genesis for an EVM chain outside this network (--evm-genesis); its genesis allocation is not indexed", "url", u, "chain_id", id)
 		}
+		evmChains = append(evmChains, evmChain{key: key, name: "EVM " + key, chainID: id, src: src, alloc: o.EVMGenesis[id]})
 	}
 
 	pIx, err := pchain.NewIndexer(g, extraKeys...)
@@ -137,39 +157,52 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 		return nil, err
 	}
 	// One ICM indexer for every EVM chain: it joins messages across them.
-	icmIx, err := icm.NewIndexer(icm.Config{Logger: o.Log})
+	set.icm, err = icm.NewIndexer(icm.Config{Allow: o.ICMAllow, Deny: o.ICMDeny, Logger: o.Log})
 	if err != nil {
 		return nil, err
 	}
+	set.atomic = atomicAdapter{atomic}
 	for _, c := range evmChains {
-		cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: o.Log,
-			Logs: ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
 		if c.key == "C" {
-			alloc, err := cAlloc(g)
-			if err != nil {
+			if c.alloc, err = cAlloc(g); err != nil {
 				return nil, err
 			}
-			cfg.GenesisAlloc = alloc
-			cfg.Atomic = atomicAdapter{atomic}
 		}
-		ix, err := evm.NewIndexer(cfg)
+		ch, err := set.evmChain(c)
 		if err != nil {
 			return nil, err
 		}
-		bc := c.blockchainID.String()
-		if c.blockchainID == ids.Empty {
-			bc = "evm-" + c.key // not an Avalanche chain URL: no blockchain id to show
-		}
-		set.Chains = append(set.Chains, ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
-			NetworkID: networkID, Name: c.name, Source: &EVMSource{EVM: c.src}, Indexer: ix, BatchSize: o.BatchSize, FetchSize: c.src.ParallelHeights()})
+		set.Chains = append(set.Chains, ch)
 	}
-	// Every chain's blocks also feed the metrics service's rollups, in the
-	// same transaction (average TPS, NFT holders).
 	for i := range set.Chains {
-		c := &set.Chains[i]
-		c.Indexer = metrics.WithRollup(c.Key, c.Kind, c.Indexer)
+		set.Chains[i].Indexer = metrics.WithRollup(set.Chains[i].Key, set.Chains[i].Kind, set.Chains[i].Indexer)
 	}
 	return set, nil
+}
+
+// evmChain builds the ingest.Chain of one EVM chain: its indexer (with the
+// ICM sink, the C-chain's atomic txs) over its source. Every chain's blocks
+// also feed the metrics service's rollups, in the same transaction.
+func (s *Set) evmChain(c evmChain) (ingest.Chain, error) {
+	cfg := evm.Config{ChainKey: c.key, ChainID: new(big.Int).SetUint64(c.chainID), Logger: s.opts.Log, GenesisAlloc: c.alloc,
+		Logs: ICMSink{Indexer: s.icm, Chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
+	if c.key == "C" {
+		cfg.Atomic = s.atomic
+	}
+	ix, err := evm.NewIndexer(cfg)
+	if err != nil {
+		return ingest.Chain{}, err
+	}
+	bc := c.blockchainID.String()
+	if c.blockchainID == ids.Empty {
+		bc = "evm-" + c.key // not an Avalanche chain URL: no blockchain id to show
+	}
+	ch := ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
+		NetworkID: s.NetworkID, Name: c.name, Indexer: ix, BatchSize: s.opts.BatchSize}
+	if c.src != nil { // nil for reindex, which reads no node
+		ch.Source, ch.FetchSize = &EVMSource{EVM: c.src}, c.src.ParallelHeights()
+	}
+	return ch, nil
 }
 
 // nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.
@@ -221,6 +254,7 @@ type evmChain struct {
 	blockchainID ids.ID
 	chainID      uint64
 	src          *source.EVM
+	alloc        map[common.Address]*big.Int
 }
 
 // blockchainIDFromURL reads the blockchain id from an avalanchego URL of the
@@ -242,26 +276,11 @@ func blockchainIDFromURL(raw string) ids.ID {
 }
 
 func cAlloc(g *genesis.Genesis) (map[common.Address]*big.Int, error) {
-	c, err := g.CChain()
+	c, err := genesis.ParseEVM([]byte(g.Config.CChainGenesis))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chains: C-chain %w", err)
 	}
-	out := make(map[common.Address]*big.Int, len(c.Alloc))
-	for addr, a := range c.Alloc {
-		v, ok := parseBig(a.Balance)
-		if !ok {
-			return nil, fmt.Errorf("chains: C genesis balance of %s: %q", addr, a.Balance)
-		}
-		out[common.HexToAddress(addr)] = v
-	}
-	return out, nil
-}
-
-func parseBig(s string) (*big.Int, bool) {
-	if strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X") {
-		return new(big.Int).SetString(s[2:], 16)
-	}
-	return new(big.Int).SetString(s, 10)
+	return c.Alloc, nil
 }
 
 // atomicAdapter lets the EVM indexer index the C-chain's atomic txs.
@@ -291,7 +310,7 @@ type ICMSink struct {
 func (s ICMSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, hash common.Hash, t int64, logs []evm.Log) error {
 	var want []icm.Log
 	for _, l := range logs {
-		if s.Indexer.Wants(s.Chain.Key, l.Address) {
+		if s.Indexer.Wants(l.Address, l.Topics) {
 			want = append(want, icm.Log{Address: l.Address, Topics: l.Topics, Data: l.Data, LogIndex: l.LogIndex,
 				TxHash: l.TxHash, TxIndex: l.TxIndex, TxFrom: l.TxFrom, TxGasUsed: l.TxGasUsed})
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ava-labs/libevm/common"
 	"gopkg.in/yaml.v3"
 )
 
@@ -20,10 +21,13 @@ type Config struct {
 	MetricsListen string
 	Node          string
 	EVMRPC        []string
-	NetworkName   string
-	Genesis       string
-	LogFormat     string
-	BatchSize     int
+	// ICMAllow and ICMDeny limit which contracts' TeleporterMessenger events
+	// are indexed (default: any contract that proves itself a messenger).
+	ICMAllow, ICMDeny []string
+	NetworkName       string
+	Genesis           string
+	LogFormat         string
+	BatchSize         int
 	// RPCBatch and RPCConcurrency shape the EVM chains' block fetches
 	// (heights per JSON-RPC batch, batches in flight; 0: the source's
 	// defaults).
@@ -75,6 +79,17 @@ func Register(fs *flag.FlagSet) *Config {
 		c.EVMRPC = append(c.EVMRPC, s)
 		return nil
 	})
+	icmList := func(dst *[]string) func(string) error {
+		return func(s string) error {
+			if !common.IsHexAddress(s) {
+				return fmt.Errorf("%q is not a 0x address", s)
+			}
+			*dst = append(*dst, s)
+			return nil
+		}
+	}
+	fs.Func("icm-allow", "only index ICM (Teleporter) events of this contract (repeatable; default: any contract that proves itself a TeleporterMessenger)", icmList(&c.ICMAllow))
+	fs.Func("icm-deny", "never index ICM events of this contract (repeatable)", icmList(&c.ICMDeny))
 	fs.StringVar(&c.NetworkName, "network-name", "testnet", "name a network other than mainnet/fuji is served under")
 	fs.StringVar(&c.Genesis, "genesis", "", "genesis config file for networks other than mainnet and fuji")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")

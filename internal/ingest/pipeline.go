@@ -63,6 +63,11 @@ type Options struct {
 	// applied are committed, and SQLite's single writer lock released,
 	// instead of waiting for a full batch.
 	MaxBatchWait time.Duration
+	// Discover, when set, returns chains to follow beyond the configured
+	// ones (L1s created on the P-chain); known holds the keys followed
+	// already. It is asked every DiscoverEvery (default 10 s).
+	Discover      func(ctx context.Context, known map[string]bool) ([]Chain, error)
+	DiscoverEvery time.Duration
 }
 
 // Pipeline follows a set of chains into one store.
@@ -99,6 +104,9 @@ func New(db *store.DB, chains []Chain, opts Options, log *slog.Logger) *Pipeline
 	if opts.MaxBatchWait <= 0 {
 		opts.MaxBatchWait = time.Second
 	}
+	if opts.DiscoverEvery <= 0 {
+		opts.DiscoverEvery = 10 * time.Second
+	}
 	return &Pipeline{db: db, chains: chains, opts: opts, log: log, progress: map[string]Progress{}}
 }
 
@@ -114,8 +122,11 @@ func (p *Pipeline) Progress() []Progress {
 }
 
 // Run follows every chain until ctx ends (or, with UntilTip, until each chain
-// reached the tip it saw at start). The first definitive error of any chain is
-// returned after the others stop.
+// reached the tip it saw at start). With Options.Discover, chains found while
+// indexing (L1s) are followed too: every DiscoverEvery, and with UntilTip
+// each time the chains followed so far have reached their tips, until no
+// new chain turns up. The first definitive error of any chain is returned
+// after the others stop.
 func (p *Pipeline) Run(ctx context.Context) error {
 	for _, c := range p.chains {
 		if err := RegisterChain(ctx, p.db, c); err != nil {
@@ -124,21 +135,96 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, len(p.chains))
-	var wg sync.WaitGroup
-	for _, c := range p.chains {
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	start := func(c Chain) {
 		wg.Add(1)
-		go func(c Chain) {
+		go func() {
 			defer wg.Done()
 			if err := p.follow(ctx, c); err != nil && !errors.Is(err, context.Canceled) {
-				errs <- fmt.Errorf("ingest %s: %w", c.Key, err)
+				errOnce.Do(func() { firstErr = fmt.Errorf("ingest %s: %w", c.Key, err) })
 				cancel()
 			}
-		}(c)
+		}()
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	for _, c := range p.chains {
+		start(c)
+	}
+	if p.opts.Discover == nil {
+		wg.Wait()
+		return firstErr
+	}
+	if p.opts.UntilTip {
+		for {
+			wg.Wait()
+			if firstErr != nil || ctx.Err() != nil {
+				return firstErr
+			}
+			added, err := p.discover(ctx)
+			if err != nil {
+				return err
+			}
+			if len(added) == 0 {
+				return nil
+			}
+			for _, c := range added {
+				start(c)
+			}
+		}
+	}
+	t := time.NewTicker(p.opts.DiscoverEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return firstErr
+		case <-t.C:
+			added, err := p.discover(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					p.log.Warn("ingest: discovering chains", "err", err)
+				}
+				continue
+			}
+			for _, c := range added {
+				start(c)
+			}
+		}
+	}
+}
+
+// discover asks Options.Discover for chains and registers the new ones.
+func (p *Pipeline) discover(ctx context.Context) ([]Chain, error) {
+	p.mu.Lock()
+	known := make(map[string]bool, len(p.chains))
+	for _, c := range p.chains {
+		known[c.Key] = true
+	}
+	p.mu.Unlock()
+	found, err := p.opts.Discover(ctx, known)
+	if err != nil {
+		return nil, fmt.Errorf("ingest: discover chains: %w", err)
+	}
+	var added []Chain
+	for _, c := range found {
+		if known[c.Key] {
+			continue
+		}
+		if err := RegisterChain(ctx, p.db, c); err != nil {
+			return added, err
+		}
+		known[c.Key] = true
+		p.log.Info("ingest: following a new chain", "chain", c.Key, "name", c.Name, "blockchain_id", c.BlockchainID)
+		p.mu.Lock()
+		p.chains = append(p.chains, c)
+		p.mu.Unlock()
+		added = append(added, c)
+	}
+	return added, nil
 }
 
 // RegisterChain records a chain in the chains table (idempotent).

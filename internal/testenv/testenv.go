@@ -119,7 +119,7 @@ func Devnet(t testing.TB, backend string) *Env {
 	if err != nil {
 		t.Fatalf("testenv: build chains: %v", err)
 	}
-	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
+	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true, Discover: set.Discover(db)}, log).Run(ctx); err != nil {
 		t.Fatalf("testenv: ingest: %v", err)
 	}
 	network, err := api.LoadNetwork(ctx, db, "testnet")

@@ -34,6 +34,11 @@ func Register(mux *api.Mux, d Deps) {
 	mux.Handle("GET /v1/icm/messages", api.MessageString, h.list)
 	mux.Handle("GET /v1/icm/messages/{messageId}", api.MessageString, h.get)
 	mux.Handle("GET /v1/icm/addresses/{address}/messages", api.MessageString, h.byAddress)
+	// The older Teleporter routes, which the official SDK still calls
+	// (data.teleporter.*): the same operations.
+	mux.Handle("GET /v1/teleporter/messages", api.MessageString, h.list)
+	mux.Handle("GET /v1/teleporter/messages/{messageId}", api.MessageString, h.get)
+	mux.Handle("GET /v1/teleporter/addresses/{address}/messages", api.MessageString, h.byAddress)
 }
 
 type handlers struct{ d Deps }

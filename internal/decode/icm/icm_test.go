@@ -455,7 +455,9 @@ func TestList(t *testing.T) {
 }
 
 // Logs of other contracts and malformed or inconsistent messenger logs are
-// skipped without failing the block.
+// skipped without failing the block; denied contracts are not read; events
+// that carry no message count only from a contract that proved itself a
+// messenger on that chain.
 func TestIndexerSkips(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -464,14 +466,16 @@ func TestIndexerSkips(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logBuf strings.Builder
+		deniedAddr := common.Address{0x43}
 		ix, err := icm.NewIndexer(icm.Config{
-			PerChain: map[string][]common.Address{"disabled": nil},
-			Logger:   slog.New(slog.NewTextHandler(&logBuf, nil)),
+			Deny:   []common.Address{deniedAddr},
+			Logger: slog.New(slog.NewTextHandler(&logBuf, nil)),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		send := s.StepsA[0].Logs[0]
+		// The same send from another contract: its ID is not that contract's.
 		other := send
 		other.Address = common.Address{0x42}
 		truncated := send
@@ -480,6 +484,22 @@ func TestIndexerSkips(t *testing.T) {
 		forged := send
 		forged.Topics = append([]common.Hash(nil), send.Topics...)
 		forged.Topics[1] = common.Hash{0xde, 0xad}
+		denied := send
+		denied.Address = deniedAddr
+		// MessageExecuted of M1 from a contract that never proved itself a
+		// messenger (it could mark any message executed).
+		var lookalike icm.Log
+		for _, st := range s.StepsB {
+			for _, l := range st.Logs {
+				if ev, err := icm.DecodeEvent(l.Topics, l.Data); err == nil && ev.Name == icm.EventMessageExecuted {
+					lookalike = l
+				}
+			}
+		}
+		if lookalike.Topics == nil {
+			t.Fatal("scenario has no MessageExecuted")
+		}
+		lookalike.Address = common.Address{0x44}
 		// A send claimed by chain B while the message says it was sent from A
 		// would have a different ID: applying A's log as B must be rejected.
 		apply := func(c icm.ChainInfo, logs ...icm.Log) {
@@ -496,18 +516,26 @@ func TestIndexerSkips(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		apply(s.A, other, truncated, forged)
-		apply(s.B, send)
-		apply(icm.ChainInfo{Key: "disabled", BlockchainID: s.A.BlockchainID}, send)
+		apply(s.A, other, truncated, forged, denied)
+		apply(s.B, send, lookalike)
 		var n int
-		if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM icm_events) + (SELECT COUNT(*) FROM icm_messages)`).Scan(&n); err != nil || n != 0 {
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM icm_events) + (SELECT COUNT(*) FROM icm_messages)
+			+ (SELECT COUNT(*) FROM icm_messengers)`).Scan(&n); err != nil || n != 0 {
 			t.Errorf("rows written: %d %v", n, err)
 		}
-		if c := strings.Count(logBuf.String(), "skipping messenger log"); c != 3 {
+		if c := strings.Count(logBuf.String(), "skipping messenger log"); c != 4 {
 			t.Errorf("warnings: %d\n%s", c, logBuf.String())
 		}
-		if ix.Wants("disabled", s.Messenger) || !ix.Wants("C", s.Messenger) || ix.Wants("C", other.Address) {
+		if ix.Wants(deniedAddr, send.Topics) || !ix.Wants(s.Messenger, send.Topics) || !ix.Wants(other.Address, send.Topics) ||
+			ix.Wants(s.Messenger, []common.Hash{{1}}) || ix.Wants(s.Messenger, nil) {
 			t.Error("Wants")
+		}
+		allowOnly, err := icm.NewIndexer(icm.Config{Allow: []common.Address{s.Messenger}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !allowOnly.Wants(s.Messenger, send.Topics) || allowOnly.Wants(other.Address, send.Topics) {
+			t.Error("Wants with an allow list")
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/libevm/common"
@@ -44,29 +45,40 @@ type Log struct {
 	TxGasUsed uint64 // the receipt's gasUsed
 }
 
-// Config chooses the TeleporterMessenger contracts to index.
+// Config chooses the TeleporterMessenger contracts to index. By default any
+// contract is a messenger once it proves it (see icm_messengers): later
+// Teleporter versions and private deployments live at other addresses than
+// the canonical v1 one, and their messages carry icmContractAddress.
 type Config struct {
-	// Default lists the messenger addresses on chains absent from PerChain;
-	// empty means the canonical DefaultMessengerAddress.
-	Default []common.Address
-	// PerChain overrides the list for a chain key (an empty list disables ICM
-	// indexing on that chain).
-	PerChain map[string][]common.Address
+	// Allow, when not empty, limits indexing to these contracts (on every
+	// chain); Deny excludes contracts.
+	Allow, Deny []common.Address
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
 
-// Indexer turns TeleporterMessenger logs into ICM rows. It holds only its
-// configuration, so one Indexer serves every chain and concurrent calls.
+// Indexer turns TeleporterMessenger logs into ICM rows. It holds its
+// configuration and a cache of recognised messengers (rows of
+// icm_messengers, only ever added), so one Indexer serves every chain and
+// concurrent calls.
 type Indexer struct {
-	def      map[common.Address]bool
-	perChain map[string]map[common.Address]bool
-	log      *slog.Logger
+	allow, deny map[common.Address]bool
+	events      map[common.Hash]bool // topic0 of every TeleporterMessenger event
+	log         *slog.Logger
+
+	mu         sync.Mutex
+	messengers map[messengerKey]bool
+}
+
+type messengerKey struct {
+	chain string
+	addr  common.Address
 }
 
 // NewIndexer checks cfg and the embedded ABI.
 func NewIndexer(cfg Config) (*Indexer, error) {
-	if _, err := loadABI(); err != nil {
+	a, err := loadABI()
+	if err != nil {
 		return nil, err
 	}
 	set := func(as []common.Address) map[common.Address]bool {
@@ -76,13 +88,10 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 		}
 		return m
 	}
-	def := cfg.Default
-	if len(def) == 0 {
-		def = []common.Address{common.HexToAddress(DefaultMessengerAddress)}
-	}
-	ix := &Indexer{def: set(def), perChain: map[string]map[common.Address]bool{}, log: cfg.Logger}
-	for k, as := range cfg.PerChain {
-		ix.perChain[k] = set(as)
+	ix := &Indexer{allow: set(cfg.Allow), deny: set(cfg.Deny), events: map[common.Hash]bool{}, log: cfg.Logger,
+		messengers: map[messengerKey]bool{}}
+	for _, ev := range a.Events {
+		ix.events[ev.ID] = true
 	}
 	if ix.log == nil {
 		ix.log = slog.Default()
@@ -93,16 +102,58 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 // DerivedTables lists the tables ApplyLogs writes; the EVM indexer adds them
 // to its own so reindex clears and rebuilds them.
 func (ix *Indexer) DerivedTables() []string {
-	return []string{"icm_events", "icm_messages", "icm_address_messages", "icm_reward_redemptions", "icm_message_locks"}
+	return []string{"icm_events", "icm_messages", "icm_address_messages", "icm_reward_redemptions", "icm_message_locks", "icm_messengers"}
 }
 
-// Wants reports whether a log emitted by addr on chainKey is a messenger's;
-// callers may use it to skip building Log values for other contracts.
-func (ix *Indexer) Wants(chainKey string, addr common.Address) bool {
-	if m, ok := ix.perChain[chainKey]; ok {
-		return m[addr]
+// Wants reports whether a log emitted by addr with topics may be a
+// messenger's: a TeleporterMessenger event from a contract the
+// configuration does not exclude. Callers use it to skip building Log values
+// for other logs.
+func (ix *Indexer) Wants(addr common.Address, topics []common.Hash) bool {
+	if len(topics) == 0 || !ix.events[topics[0]] || ix.deny[addr] {
+		return false
 	}
-	return ix.def[addr]
+	return len(ix.allow) == 0 || ix.allow[addr]
+}
+
+// carriesMessage: the events whose message ID the contract derives from its
+// own address and the message, which verify checks.
+func carriesMessage(name string) bool {
+	return name == EventSendCrossChainMessage || name == EventReceiveCrossChainMessage || name == EventMessageExecutionFailed
+}
+
+// isMessenger reports whether addr proved itself a messenger on chain before.
+func (ix *Indexer) isMessenger(ctx context.Context, tx *store.Tx, chain string, addr common.Address) (bool, error) {
+	k := messengerKey{chain, addr}
+	ix.mu.Lock()
+	known := ix.messengers[k]
+	ix.mu.Unlock()
+	if known {
+		return true, nil
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM icm_messengers WHERE chain_key = $1 AND contract_address = $2`,
+		chain, lower(addr)).Scan(&n); err != nil {
+		return false, err
+	}
+	if n > 0 {
+		ix.mu.Lock()
+		ix.messengers[k] = true
+		ix.mu.Unlock()
+	}
+	return n > 0, nil
+}
+
+// recognise records addr as a messenger of chain.
+func (ix *Indexer) recognise(ctx context.Context, tx *store.Tx, chain string, addr common.Address, block int64, logIndex int64) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO icm_messengers (chain_key, contract_address, first_block, first_log_index)
+		VALUES ($1,$2,$3,$4) ON CONFLICT (chain_key, contract_address) DO NOTHING`, chain, lower(addr), block, logIndex); err != nil {
+		return err
+	}
+	ix.mu.Lock()
+	ix.messengers[messengerKey{chain, addr}] = true
+	ix.mu.Unlock()
+	return nil
 }
 
 // ApplyLogs indexes the TeleporterMessenger logs among logs (one block of
@@ -118,28 +169,40 @@ func (ix *Indexer) ApplyLogs(ctx context.Context, tx *store.Tx, chain ChainInfo,
 	seen := map[common.Hash]bool{}
 	for i := range logs {
 		l := &logs[i]
-		if !ix.Wants(chain.Key, l.Address) || len(l.Topics) == 0 {
+		if !ix.Wants(l.Address, l.Topics) {
 			continue
 		}
 		ev, err := DecodeEvent(l.Topics, l.Data)
 		if errors.Is(err, ErrNotTeleporter) {
 			continue
 		}
-		if err == nil {
+		if err == nil && ev.Name == EventBlockchainIDInitialized {
+			continue
+		}
+		if err == nil && carriesMessage(ev.Name) {
 			err = verify(l.Address, chain.BlockchainID, ev)
 		}
 		if err != nil {
 			ix.log.Warn("icm: skipping messenger log", "chain", chain.Key, "block", blk.Number,
-				"log_index", l.LogIndex, "tx", l.TxHash.Hex(), "err", err)
+				"log_index", l.LogIndex, "tx", l.TxHash.Hex(), "contract", l.Address.Hex(), "err", err)
 			continue
 		}
 		if l.LogIndex > math.MaxInt32 || l.TxIndex > math.MaxInt32 || l.TxGasUsed > math.MaxInt64 {
 			ix.log.Warn("icm: skipping messenger log with out-of-range index or gas", "chain", chain.Key, "block", blk.Number)
 			continue
 		}
-		switch ev.Name {
-		case EventBlockchainIDInitialized:
+		if carriesMessage(ev.Name) {
+			if err := ix.recognise(ctx, tx, chain.Key, l.Address, int64(blk.Number), int64(l.LogIndex)); err != nil {
+				return fmt.Errorf("icm %s: block %d: %w", chain.Key, blk.Number, err)
+			}
+		} else if ok, err := ix.isMessenger(ctx, tx, chain.Key, l.Address); err != nil {
+			return fmt.Errorf("icm %s: block %d: %w", chain.Key, blk.Number, err)
+		} else if !ok {
+			// Look-alike events of a contract that never proved itself a
+			// messenger: not ICM.
 			continue
+		}
+		switch ev.Name {
 		case EventRelayerRewardsRedeemed:
 			if _, err := tx.Exec(ctx, `INSERT INTO icm_reward_redemptions
 				(chain_key, block_number, log_index, contract_address, block_time, tx_hash, redeemer, asset, amount)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 
 	"github.com/ava-labs/avalanchego/utils/constants"
 
@@ -29,15 +28,8 @@ func (h *handlers) listChains(r *http.Request) (any, error) {
 	if network != "" && h.d.Network.CheckNetwork(network) != nil {
 		return resp, nil // another network: none of its chains is indexed here
 	}
-	keys := make([]string, 0, len(h.d.Network.Chain))
-	for k, c := range h.d.Network.Chain {
-		if c.Kind == "EVM" {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		ci, err := h.chainInfo(r.Context(), h.d.Network.Chain[k])
+	for _, c := range h.d.Network.EVMChains() {
+		ci, err := h.chainInfo(r.Context(), c)
 		if err != nil {
 			return nil, err
 		}
