@@ -167,9 +167,10 @@ type served struct {
 	db   *store.DB // a second handle on its database, for status and health
 }
 
-// startServe runs `permafrost serve` over node into a fresh database of
-// backend, as a user would, and returns once it listens.
-func startServe(t *testing.T, backend, node string) *served {
+// startServe runs `permafrost serve` over node (a replay of testdata/recording)
+// into a fresh database of backend, as a user would, and returns once it
+// listens.
+func startServe(t *testing.T, backend, node, recording string) *served {
 	t.Helper()
 	port, err := storetest.FreePort()
 	if err != nil {
@@ -180,7 +181,7 @@ func startServe(t *testing.T, backend, node string) *served {
 	logs := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, "serve", []string{"--node", node, "--genesis", filepath.Join(devnet.Root(t), "testdata", "devnet-c", "genesis.json"),
+		done <- Run(ctx, "serve", []string{"--node", node, "--genesis", filepath.Join(devnet.Root(t), "testdata", recording, "genesis.json"),
 			"--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--poll", "200ms", "--batch-size", "8",
 			"--export-dir", t.TempDir()}, io.Discard, logs)
 	}()
@@ -359,7 +360,7 @@ func TestBlockIndexDevnetC(t *testing.T) {
 		})
 		defer node.set(nil)
 		start := time.Now()
-		s := startServe(t, "sqlite", nodeURL)
+		s := startServe(t, "sqlite", nodeURL, "devnet-c")
 		// The start-up probe used to hold serving for 10 s.
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("serving began after %v", d)
@@ -375,7 +376,7 @@ func TestBlockIndexDevnetC(t *testing.T) {
 	for _, backend := range storetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			t.Run("proposer details of every block", func(t *testing.T) {
-				s := startServe(t, backend, nodeURL)
+				s := startServe(t, backend, nodeURL, "devnet-c")
 				waitFor(t, "P and X at the recorded tips", indexedTips(t, s.db))
 				got := checkProposers(t, s.base, wrappers, devnetCTips)
 				if got["P"] != 63 || got["X"] != 57 {
@@ -394,7 +395,7 @@ func TestBlockIndexDevnetC(t *testing.T) {
 			t.Run("index wrong or missing part-way", func(t *testing.T) {
 				node.set(indexFaults(node, wrappers))
 				defer node.set(nil)
-				s := startServe(t, backend, nodeURL)
+				s := startServe(t, backend, nodeURL, "devnet-c")
 				waitFor(t, "P and X at the recorded tips", indexedTips(t, s.db))
 				// P's containers from position 30 (height 31) carry other
 				// bytes; X's index ends at position 19 (height 20).
@@ -441,7 +442,7 @@ func TestBlockIndexDevnetC(t *testing.T) {
 					fmt.Fprintf(w, `{"jsonrpc":"2.0","result":{"block":%q,"encoding":"hex"},"id":1}`, h41)
 					return true
 				})
-				s := startServe(t, backend, nodeURL)
+				s := startServe(t, backend, nodeURL, "devnet-c")
 				health := api.NewHealth(s.db, api.LimitsConfig{}, nil)
 				ctx := context.Background()
 				waitFor(t, "P reported stalled", func() bool { return chainStatus(t, s.db, "P").State == "stalled" })

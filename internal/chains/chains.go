@@ -47,7 +47,7 @@ type Options struct {
 	EVMGenesis map[uint64]map[common.Address]*big.Int
 	// ICMAllow and ICMDeny: see icm.Config.
 	ICMAllow, ICMDeny []common.Address
-	Log   *slog.Logger
+	Log               *slog.Logger
 }
 
 // Set is the network and the chains built for it.
