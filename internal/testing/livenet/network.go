@@ -193,7 +193,7 @@ func Start(ctx context.Context, cfg NetworkConfig) (*Network, error) {
 	if err := n.TmpNet.Create(cfg.RootDir); err != nil {
 		return nil, err
 	}
-	n.reaper = startReaper(n.TmpNet.Dir)
+	n.reaper = startReaper(n.TmpNet.Dir, n.TmpNet.UUID)
 	if err := n.TmpNet.Bootstrap(startCtx, n.logger); err != nil {
 		// Nodes may have started: stop whatever runs.
 		n.Stop(context.Background())
