@@ -108,7 +108,11 @@ func TestLiveNetwork(t *testing.T) {
 	t.Logf("timings: build %s (node %s, plugin %s; 0 = cached), network start %s, workload %s [%s], total %s",
 		tm.Build.Round(time.Second), tm.NodeBuild.Round(time.Second), tm.PluginBuild.Round(time.Second),
 		tm.NetworkStart.Round(100*time.Millisecond), workload.Round(100*time.Millisecond), strings.Join(phases, ", "), time.Since(total).Round(time.Second))
-	t.Logf("tx log: %s", logPath)
+	if os.Getenv(DirEnv) == "" {
+		t.Logf("tx log: %s (removed with the test's temp dir; set %s to keep it)", logPath, DirEnv)
+	} else {
+		t.Logf("tx log: %s", logPath)
+	}
 }
 
 func maxHeight(recs []TxRecord) uint64 {
