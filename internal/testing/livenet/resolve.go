@@ -31,7 +31,7 @@ func ResolveHeights(ctx context.Context, n *Network, res *WorkloadResult) error 
 	if err != nil {
 		return fmt.Errorf("scanning P: %w", err)
 	}
-	xLoc, xTip, err := scanX(ctx, uri)
+	xLoc, err := scanX(ctx, uri)
 	if err != nil {
 		return fmt.Errorf("scanning X: %w", err)
 	}
@@ -98,23 +98,44 @@ func ResolveHeights(ctx context.Context, n *Network, res *WorkloadResult) error 
 			Issued: rw.time, Time: rw.time})
 	}
 	if res != nil {
-		var pTip struct {
-			Height string `json:"height"`
-		}
-		if err := rpcCall(ctx, uri+"/ext/bc/P", "platform.getHeight", map[string]any{}, &pTip); err != nil {
+		tips, err := n.Tips(ctx)
+		if err != nil {
 			return err
 		}
-		res.Tips[ChainP], _ = strconv.ParseUint(pTip.Height, 10, 64)
-		res.Tips[ChainX] = xTip
-		for chain, url := range map[string]string{ChainC: n.CRPCURL(), ChainL1: n.L1RPCURL()} {
-			var h hexutil.Uint64
-			if err := rpcCall(ctx, url, "eth_blockNumber", []any{}, &h); err != nil {
-				return err
-			}
-			res.Tips[chain] = uint64(h)
-		}
+		res.Tips = tips
 	}
 	return nil
+}
+
+// Tips asks the first validator for the last accepted height of P, X and C,
+// and the L1 node for the L1's.
+func (n *Network) Tips(ctx context.Context) (map[string]uint64, error) {
+	uri := n.URI()
+	tips := map[string]uint64{}
+	for chain, c := range map[string]struct{ url, method string }{
+		ChainP: {uri + "/ext/bc/P", "platform.getHeight"},
+		ChainX: {uri + "/ext/bc/X", "avm.getHeight"},
+	} {
+		var h struct {
+			Height string `json:"height"`
+		}
+		if err := rpcCall(ctx, c.url, c.method, map[string]any{}, &h); err != nil {
+			return nil, err
+		}
+		v, err := strconv.ParseUint(h.Height, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		tips[chain] = v
+	}
+	for chain, url := range map[string]string{ChainC: n.CRPCURL(), ChainL1: n.L1RPCURL()} {
+		var h hexutil.Uint64
+		if err := rpcCall(ctx, url, "eth_blockNumber", []any{}, &h); err != nil {
+			return nil, err
+		}
+		tips[chain] = uint64(h)
+	}
+	return tips, nil
 }
 
 type rewardTx struct {
@@ -174,16 +195,16 @@ func scanP(ctx context.Context, uri string) (map[string]txLocation, []rewardTx, 
 }
 
 // scanX reads every X-chain block (JSON).
-func scanX(ctx context.Context, uri string) (map[string]txLocation, uint64, error) {
+func scanX(ctx context.Context, uri string) (map[string]txLocation, error) {
 	var tip struct {
 		Height string `json:"height"`
 	}
 	if err := rpcCall(ctx, uri+"/ext/bc/X", "avm.getHeight", map[string]any{}, &tip); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	top, err := strconv.ParseUint(tip.Height, 10, 64)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	locs := map[string]txLocation{}
 	for h := uint64(1); h <= top; h++ {
@@ -196,11 +217,11 @@ func scanX(ctx context.Context, uri string) (map[string]txLocation, uint64, erro
 			} `json:"block"`
 		}
 		if err := rpcCall(ctx, uri+"/ext/bc/X", "avm.getBlockByHeight", map[string]any{"height": strconv.FormatUint(h, 10), "encoding": "json"}, &resp); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		for _, tx := range resp.Block.Txs {
 			locs[tx.ID] = txLocation{height: h, blockID: resp.Block.ID}
 		}
 	}
-	return locs, top, nil
+	return locs, nil
 }
