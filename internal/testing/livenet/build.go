@@ -162,7 +162,7 @@ func Build(ctx context.Context, logf func(string, ...any)) (*Binaries, error) {
 	defer unlock()
 
 	if !isFile(b.AvalancheGo) {
-		logf("livenet: building avalanchego (%s) into %s; a cold build takes ~9 min on 2 cores", nodePackage, dir)
+		logf("livenet: building avalanchego (%s) into %s; a cold build takes several minutes on 2 cores", nodePackage, dir)
 		start := time.Now()
 		if err := goBuild(ctx, moduleDir, b.AvalancheGo, nodePackage); err != nil {
 			err.What = "avalanchego"
