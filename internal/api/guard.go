@@ -73,6 +73,14 @@ type LimitsConfig struct {
 	// StaleAfter: a chain that is behind the node and whose checkpoint has
 	// not moved for this long answers 503 (ingestion stuck). Default 5m.
 	StaleAfter time.Duration
+	// HeartbeatTimeout: the health check calls a chain down when its
+	// ingester has not reported (a block or the node's tip) for this long;
+	// its index is still served. Default 1m; negative: not checked.
+	HeartbeatTimeout time.Duration
+	// MaxBlockInterval: per chain key, the longest time without a new block
+	// the health check accepts (a chain that always has traffic, like a busy
+	// C-chain). Default none.
+	MaxBlockInterval map[string]time.Duration
 	// CORSOrigins are the origins browsers may call from; "*" allows any.
 	// nil: ["*"] (a public read API authenticated by a header, not cookies).
 	// An empty non-nil slice disables CORS.
@@ -108,6 +116,7 @@ func DefaultLimits() LimitsConfig {
 		MetricsPerIPPerMinute: 8000,
 		LagThreshold:          100,
 		StaleAfter:            5 * time.Minute,
+		HeartbeatTimeout:      time.Minute,
 		CORSOrigins:           []string{"*"},
 		MaxListItems:          MaxListItems,
 		MaxBodyBytes:          1 << 20,
@@ -138,6 +147,7 @@ func (c LimitsConfig) WithDefaults() LimitsConfig {
 	c.MetricsPerIPPerMinute = cmp.Or(c.MetricsPerIPPerMinute, d.MetricsPerIPPerMinute)
 	c.LagThreshold = cmp.Or(c.LagThreshold, d.LagThreshold)
 	c.StaleAfter = cmp.Or(c.StaleAfter, d.StaleAfter)
+	c.HeartbeatTimeout = cmp.Or(c.HeartbeatTimeout, d.HeartbeatTimeout)
 	c.MaxListItems = cmp.Or(c.MaxListItems, d.MaxListItems)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, d.MaxBodyBytes)
 	c.MaxURLBytes = cmp.Or(c.MaxURLBytes, d.MaxURLBytes)

@@ -170,7 +170,7 @@ func (f *guardFixture) setChains(t *testing.T) {
 		checkpoint        bool
 		height, node, upd int64
 	}{
-		{"P", true, 100, 100, now - 3600}, // caught up, quiet for an hour: healthy
+		{"P", true, 100, 100, now - 3600}, // caught up, no heartbeat for an hour: down, still served
 		{"C", true, 100, 150, now},        // 50 behind
 		{"X", true, 200, 205, now - 120},  // 5 behind and stuck for 2 minutes
 		{"Z", false, 0, 0, 0},             // registered, nothing indexed
@@ -328,15 +328,16 @@ func TestGuardStatusPaths(t *testing.T) {
 		check(t, "unknown route", m, rq("GET", "/v1/nope", anonB, nil, ""), want{404,
 			`{"error":"Not Found","message":"no route for GET /v1/nope","statusCode":404}`, rl("", "")})
 
-		// Health: C lags and X is stuck, so not ready; alive while the store answers.
+		// Health: C lags, X is stuck and P's ingester has not reported for an
+		// hour (a frozen index), so not ready; alive while the store answers.
 		healthBody := func(status string) string {
 			up := fmt.Sprintf(`{"dialect":%q,"status":"up"}`, db.Dialect())
-			p := fmt.Sprintf(`{"indexedHeight":100,"lag":0,"nodeHeight":100,"status":"up","updatedAt":%d}`, f.clk.now().Unix()-3600)
+			p := fmt.Sprintf(`{"indexedHeight":100,"lag":0,"message":"ingestion of chain P has not reported for 1h0m0s (is the ingester running and its node reachable?); the index is served as of height 100","nodeHeight":100,"status":"down","updatedAt":%d}`, f.clk.now().Unix()-3600)
 			c := fmt.Sprintf(`{"indexedHeight":100,"lag":50,"message":"chain C is being indexed: 50 blocks behind its node (at most 10 allowed); try again later","nodeHeight":150,"status":"down","updatedAt":%d}`, f.clk.now().Unix())
 			x := fmt.Sprintf(`{"indexedHeight":200,"lag":5,"message":"ingestion of chain X has not advanced for 2m0s while 5 blocks behind its node; try again later","nodeHeight":205,"status":"down","updatedAt":%d}`, f.clk.now().Unix()-120)
 			z := `{"indexedHeight":-1,"lag":0,"message":"chain Z has not indexed any block yet; try again later","nodeHeight":0,"status":"down"}`
-			return fmt.Sprintf(`{"status":%q,"info":{"chain:P":%s,"database":%s},"error":{"chain:C":%s,"chain:X":%s,"chain:Z":%s},"details":{"chain:C":%s,"chain:P":%s,"chain:X":%s,"chain:Z":%s,"database":%s}}`,
-				status, p, up, c, x, z, c, p, x, z, up)
+			return fmt.Sprintf(`{"status":%q,"info":{"database":%s},"error":{"chain:C":%s,"chain:P":%s,"chain:X":%s,"chain:Z":%s},"details":{"chain:C":%s,"chain:P":%s,"chain:X":%s,"chain:Z":%s,"database":%s}}`,
+				status, up, c, p, x, z, c, p, x, z, up)
 		}
 		check(t, "health-check", m, rq("GET", "/v1/health-check", anonD, nil, ""), want{503, healthBody("error"), rl("3", "2")})
 		check(t, "live-check", m, rq("GET", "/v1/live-check", anonD, nil, ""), want{200, healthBody("ok"), rl("3", "1")})

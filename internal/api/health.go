@@ -15,11 +15,13 @@ import (
 // Health answers whether the store and each chain's ingestion are fit to
 // serve: the chain routes' 503s and the health and live checks.
 type Health struct {
-	db           *store.DB
-	lagThreshold int64
-	staleAfter   time.Duration
-	now          func() time.Time
-	shuttingDown atomic.Bool
+	db               *store.DB
+	lagThreshold     int64
+	staleAfter       time.Duration
+	heartbeatTimeout time.Duration
+	maxBlockInterval map[string]time.Duration
+	now              func() time.Time
+	shuttingDown     atomic.Bool
 }
 
 // NewHealth reads thresholds from cfg (defaults filled in).
@@ -28,7 +30,8 @@ func NewHealth(db *store.DB, cfg LimitsConfig, now func() time.Time) *Health {
 	if now == nil {
 		now = time.Now
 	}
-	return &Health{db: db, lagThreshold: cfg.LagThreshold, staleAfter: cfg.StaleAfter, now: now}
+	return &Health{db: db, lagThreshold: cfg.LagThreshold, staleAfter: cfg.StaleAfter, heartbeatTimeout: cfg.HeartbeatTimeout,
+		maxBlockInterval: cfg.MaxBlockInterval, now: now}
 }
 
 // SetShuttingDown makes the health check answer 503 "shutting_down" so load
@@ -58,8 +61,8 @@ type ChainHealth struct {
 }
 
 type checkpoint struct {
-	ok                      bool // a checkpoint row exists
-	height, node, updatedAt int64
+	ok                                 bool // a checkpoint row exists
+	height, node, updatedAt, blockTime int64
 	// stallErr and stalledSince: the ingester's batches fail (chains.stall_error).
 	stallErr     string
 	stalledSince int64
@@ -68,42 +71,56 @@ type checkpoint struct {
 
 // chainStateColumns reads a chain's checkpoint and ingest state (aliases c
 // for chains, k for checkpoints), as checkpoint.scan takes them.
-const chainStateColumns = `k.height, COALESCE(k.node_height, 0), COALESCE(k.updated_at, 0),
+const chainStateColumns = `k.height, COALESCE(k.node_height, 0), COALESCE(k.updated_at, 0), COALESCE(k.block_time, 0),
 	COALESCE(c.stall_error, ''), COALESCE(c.stalled_since, 0), COALESCE(c.notice, '')`
 
 func (c *checkpoint) scan(s interface{ Scan(...any) error }, dest ...any) error {
 	var height sql.NullInt64
-	if err := s.Scan(append(dest, &height, &c.node, &c.updatedAt, &c.stallErr, &c.stalledSince, &c.notice)...); err != nil {
+	if err := s.Scan(append(dest, &height, &c.node, &c.updatedAt, &c.blockTime, &c.stallErr, &c.stalledSince, &c.notice)...); err != nil {
 		return err
 	}
 	c.ok, c.height = height.Valid, height.Int64
 	return nil
 }
 
-// judge applies the thresholds; "" means healthy.
-func (h *Health) judge(chain string, c checkpoint) (ChainHealth, string) {
-	ch := ChainHealth{Status: "up", IndexedHeight: c.height, NodeHeight: c.node, UpdatedAt: c.updatedAt, Notice: c.notice}
+// judge applies the thresholds. problem says why the chain is not fit (the
+// readiness check's 503); refuse, why its routes answer 503 instead of
+// serving the index as it is ("" for both when healthy). A stalled or
+// silent ingester makes a chain unready but its index is still served, as
+// long as it is not too far behind the node's tip.
+func (h *Health) judge(chain string, c checkpoint) (ch ChainHealth, problem, refuse string) {
+	ch = ChainHealth{Status: "up", IndexedHeight: c.height, NodeHeight: c.node, UpdatedAt: c.updatedAt, Notice: c.notice}
 	if !c.ok {
 		ch.IndexedHeight = -1
 	}
 	ch.Lag = max(c.node-c.height, 0)
-	var problem string
+	now := h.now()
+	silent := now.Sub(time.Unix(c.updatedAt, 0))
 	switch {
+	case !c.ok:
+		problem = fmt.Sprintf("chain %s has not indexed any block yet; try again later", chain)
+		refuse = problem
+	case ch.Lag > h.lagThreshold:
+		problem = fmt.Sprintf("chain %s is being indexed: %d blocks behind its node (at most %d allowed); try again later", chain, ch.Lag, h.lagThreshold)
+		refuse = problem
+	case ch.Lag > 0 && silent > h.staleAfter:
+		problem = fmt.Sprintf("ingestion of chain %s has not advanced for %s while %d blocks behind its node; try again later",
+			chain, silent.Truncate(time.Second), ch.Lag)
+		refuse = problem
 	case c.stallErr != "":
 		problem = fmt.Sprintf("ingestion of chain %s is stalled at height %d since %s (its node is at %d): %s",
 			chain, c.height+1, time.Unix(c.stalledSince, 0).UTC().Format(time.RFC3339), c.node, c.stallErr)
-	case !c.ok:
-		problem = fmt.Sprintf("chain %s has not indexed any block yet; try again later", chain)
-	case ch.Lag > h.lagThreshold:
-		problem = fmt.Sprintf("chain %s is being indexed: %d blocks behind its node (at most %d allowed); try again later", chain, ch.Lag, h.lagThreshold)
-	case ch.Lag > 0 && h.now().Sub(time.Unix(c.updatedAt, 0)) > h.staleAfter:
-		problem = fmt.Sprintf("ingestion of chain %s has not advanced for %s while %d blocks behind its node; try again later",
-			chain, h.now().Sub(time.Unix(c.updatedAt, 0)).Truncate(time.Second), ch.Lag)
+	case h.heartbeatTimeout > 0 && silent > h.heartbeatTimeout:
+		problem = fmt.Sprintf("ingestion of chain %s has not reported for %s (is the ingester running and its node reachable?); the index is served as of height %d",
+			chain, silent.Truncate(time.Second), c.height)
+	case h.maxBlockInterval[chain] > 0 && now.Sub(time.Unix(c.blockTime, 0)) > h.maxBlockInterval[chain]:
+		problem = fmt.Sprintf("chain %s has had no new block for %s (at most %s expected); is its node following the network?",
+			chain, now.Sub(time.Unix(c.blockTime, 0)).Truncate(time.Second), h.maxBlockInterval[chain])
 	}
 	if problem != "" {
 		ch.Status, ch.Message = "down", problem
 	}
-	return ch, problem
+	return ch, problem, refuse
 }
 
 // CheckChain returns nil when chain (a chain key: P, X, C or an EVM chain
@@ -126,8 +143,8 @@ func (h *Health) CheckChain(ctx context.Context, chain string) error {
 	default:
 		return Unavailable("the store is unreachable; try again later")
 	}
-	if _, problem := h.judge(chain, c); problem != "" {
-		return Unavailable(problem)
+	if _, _, refuse := h.judge(chain, c); refuse != "" {
+		return Unavailable(refuse)
 	}
 	return nil
 }
@@ -167,7 +184,7 @@ func (h *Health) Report(ctx context.Context, withChains bool) (HealthReport, boo
 	if err == nil {
 		add("database", Indicator{"status": "up", "dialect": h.db.Dialect().String()}, true)
 		for _, c := range chains {
-			ch, _ := h.judge(c.key, c.checkpoint)
+			ch, _, _ := h.judge(c.key, c.checkpoint)
 			ind := Indicator{"status": ch.Status, "indexedHeight": ch.IndexedHeight, "nodeHeight": ch.NodeHeight, "lag": ch.Lag}
 			if ch.UpdatedAt != 0 {
 				ind["updatedAt"] = ch.UpdatedAt

@@ -75,7 +75,7 @@ func TestStoreUnreachable(t *testing.T) {
 	if _, err := direct.ExecContext(ctx, `INSERT INTO chains (chain_key, kind, blockchain_id, network_id, name) VALUES ('C','EVM','c',88888,'C')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := direct.ExecContext(ctx, `INSERT INTO checkpoints (chain_key, height, block_hash, block_time, node_height, updated_at) VALUES ('C',10,'h',0,10,1)`); err != nil {
+	if _, err := direct.ExecContext(ctx, `INSERT INTO checkpoints (chain_key, height, block_hash, block_time, node_height, updated_at) VALUES ('C',10,'h',0,10,$1)`, testClockStart().Unix()); err != nil {
 		t.Fatal(err)
 	}
 	k, err := keys.Create(ctx, direct, "k", "pro", nil, 0)
@@ -122,7 +122,7 @@ func TestStoreUnreachable(t *testing.T) {
 	withKey := map[string]string{"X-Data-Api-Key": k}
 	check(t, "before", shared, rq("GET", "/v1/chains/C/thing", "192.0.2.1", withKey, ""), want{200, `{"blocks":0}`, nil})
 	check(t, "health before", shared, rq("GET", "/v1/health-check", "192.0.2.1", nil, ""), want{200,
-		`{"status":"ok","info":{"chain:C":{"indexedHeight":10,"lag":0,"nodeHeight":10,"status":"up","updatedAt":1},"database":{"dialect":"postgres","status":"up"}},"error":{},"details":{"chain:C":{"indexedHeight":10,"lag":0,"nodeHeight":10,"status":"up","updatedAt":1},"database":{"dialect":"postgres","status":"up"}}}`, nil})
+		fmt.Sprintf(`{"status":"ok","info":{"chain:C":{"indexedHeight":10,"lag":0,"nodeHeight":10,"status":"up","updatedAt":%[1]d},"database":{"dialect":"postgres","status":"up"}},"error":{},"details":{"chain:C":{"indexedHeight":10,"lag":0,"nodeHeight":10,"status":"up","updatedAt":%[1]d},"database":{"dialect":"postgres","status":"up"}}}`, testClockStart().Unix()), nil})
 	check(t, "local before", local, rq("GET", "/v1/chains/C/thing", "192.0.2.1", withKey, ""), want{200, `{"blocks":0}`, nil})
 
 	proxy.cut()

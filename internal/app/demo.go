@@ -70,5 +70,5 @@ A demo API key with every scope: %[2]s
 
 Press Ctrl-C to stop.
 `, base, demoKey)
-	})
+	}, nil)
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/ava-labs/libevm/common"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
@@ -25,6 +28,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/enrich"
 	"github.com/permafrost-dev/permafrost/internal/export"
+	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
@@ -37,15 +41,44 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB
 	if err != nil {
 		return nil, nil, err
 	}
-	set, err := chains.Build(ctx, chains.Options{
-		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
-		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency,
-	})
+	opts, err := chainOptions(cfg, log)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	set, err := chains.Build(ctx, opts)
 	if err != nil {
 		db.Close()
 		return nil, nil, err
 	}
 	return db, set, nil
+}
+
+// chainOptions turns the configuration into chains.Options (reading the
+// --evm-genesis files).
+func chainOptions(cfg *config.Config, log *slog.Logger) (chains.Options, error) {
+	o := chains.Options{
+		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
+		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency, EVMGenesis: map[uint64]map[common.Address]*big.Int{},
+	}
+	for _, a := range cfg.ICMAllow {
+		o.ICMAllow = append(o.ICMAllow, common.HexToAddress(a))
+	}
+	for _, a := range cfg.ICMDeny {
+		o.ICMDeny = append(o.ICMDeny, common.HexToAddress(a))
+	}
+	for _, path := range cfg.EVMGenesis {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return o, fmt.Errorf("--evm-genesis: %w", err)
+		}
+		g, err := genesis.ParseEVM(b)
+		if err != nil {
+			return o, fmt.Errorf("--evm-genesis %s: %w", path, err)
+		}
+		o.EVMGenesis[g.ChainID] = g.Alloc
+	}
+	return o, nil
 }
 
 func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Logger) error {
@@ -69,31 +102,102 @@ func pipelineOptions(cfg *config.Config, db *store.DB, set *chains.Set, untilTip
 	return ingest.Options{UntilTip: untilTip, Poll: cfg.Poll, Discover: set.Discover(db), DiscoverEvery: max(10*cfg.Poll, 2*time.Second)}
 }
 
+// reindex rebuilds every chain's rows from the stored raw blocks; it reads no
+// node (the chains come from what the index recorded).
 func reindex(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	db, set, err := start(ctx, cfg, log)
+	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	l1s, err := set.IndexedL1s(ctx, db)
+	opts, err := chainOptions(cfg, log)
 	if err != nil {
 		return err
 	}
-	return ingest.Reindex(ctx, db, append(set.Chains, l1s...), 256, log)
+	set, err := chains.Offline(ctx, db, opts)
+	if err != nil {
+		return err
+	}
+	err = ingest.Reindex(ctx, db, set.Chains, 256, log)
+	if ctx.Err() != nil {
+		// Not a clean stop: the derived tables are half rebuilt.
+		return errors.New("reindex interrupted: the derived tables are incomplete; run reindex again before serving")
+	}
+	return err
 }
 
+// nodeWait bounds how long serve waits for the node before it serves the
+// index it has without it.
+const nodeWait = 3 * time.Second
+
 func serve(ctx context.Context, cfg *config.Config, stdout io.Writer, log *slog.Logger) error {
-	db, set, err := start(ctx, cfg, log)
+	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	return run(ctx, cfg, db, set, stdout, log, nil)
+	opts, err := chainOptions(cfg, log)
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, nodeWait)
+	set, err := chains.Build(bctx, opts)
+	cancel()
+	if err == nil {
+		return run(ctx, cfg, db, set, stdout, log, nil, nil)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	online := func(ctx context.Context) (*chains.Set, error) { return waitForNode(ctx, opts, log) }
+	offline, oerr := chains.Offline(ctx, db, opts)
+	if oerr != nil {
+		// Nothing indexed yet: there is nothing to serve without the node.
+		log.Error("serve: the node does not answer and nothing is indexed yet; waiting for the node", "node", cfg.Node, "err", err)
+		set, err := online(ctx)
+		if err != nil {
+			return err
+		}
+		return run(ctx, cfg, db, set, stdout, log, nil, nil)
+	}
+	log.Error("serve: the node does not answer; serving the existing index, ingestion starts when the node answers", "node", cfg.Node, "err", err)
+	if err := ingest.MarkWaiting(ctx, db, fmt.Sprintf("waiting for the node at %s: %v", cfg.Node, err)); err != nil {
+		return err
+	}
+	return run(ctx, cfg, db, offline, stdout, log, nil, online)
+}
+
+// waitForNode builds the chains once the node answers, asking again with
+// backoff (the failures are not logged again: serve said it waits).
+func waitForNode(ctx context.Context, opts chains.Options, log *slog.Logger) (*chains.Set, error) {
+	backoff := time.Second
+	for {
+		set, err := chains.Build(ctx, opts)
+		if err == nil {
+			log.Info("serve: the node answers; ingestion starts", "node", opts.NodeURL)
+			return set, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		log.Debug("serve: the node does not answer yet", "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
 }
 
 // run ingests continuously and serves every API until ctx ends; ready, when
-// set, is called once the listeners are up.
-func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, stdout io.Writer, log *slog.Logger, ready func(addr string)) error {
+// set, is called once the listeners are up. online, when set, is how the
+// ingester gets its chains: set was built from the index without the node
+// (serving starts at once), and ingestion starts when online returns.
+func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, stdout io.Writer, log *slog.Logger,
+	ready func(addr string), online func(ctx context.Context) (*chains.Set, error)) error {
 	// Chains are registered before the API loads the network from them.
 	for _, c := range set.Chains {
 		if err := ingest.RegisterChain(ctx, db, c); err != nil {
@@ -137,8 +241,17 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 	defer stopIngest()
 	ingestDone := make(chan error, 1)
 	if cfg.Ingest {
-		pipe := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, false), log)
-		go func() { ingestDone <- pipe.Run(ingestCtx) }()
+		go func() {
+			ingestSet := set
+			if online != nil {
+				var err error
+				if ingestSet, err = online(ingestCtx); err != nil {
+					ingestDone <- err
+					return
+				}
+			}
+			ingestDone <- ingest.New(db, ingestSet.Chains, pipelineOptions(cfg, db, ingestSet, false), log).Run(ingestCtx)
+		}()
 	} else {
 		log.Info("ingestion off: serving what another process indexes")
 		go func() { <-ingestCtx.Done(); ingestDone <- nil }()
@@ -254,6 +367,8 @@ func newGuard(db *store.DB, cfg *config.Config, log *slog.Logger) (*api.Guard, e
 		AnonymousCU:           cfg.AnonymousCU,
 		MetricsPerIPPerMinute: cfg.MetricsCU,
 		LagThreshold:          cfg.LagThreshold,
+		HeartbeatTimeout:      cfg.HeartbeatTimeout,
+		MaxBlockInterval:      cfg.MaxBlockInterval,
 		CORSOrigins:           cfg.CORSOrigins,
 	}
 	if len(cfg.Tiers) > 0 {

@@ -3,9 +3,12 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,6 +68,13 @@ func ReadStatus(ctx context.Context, db *store.DB) ([]ChainStatus, error) {
 }
 
 func status(ctx context.Context, cfg *config.Config, asJSON bool, w io.Writer) error {
+	// Opening a SQLite path creates a database: say there is none instead.
+	if path, ok := strings.CutPrefix(cfg.DB, "sqlite:"); ok {
+		path, _, _ = strings.Cut(path, "?")
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("status: no database at %s (nothing indexed there yet; check --db)", path)
+		}
+	}
 	db, err := openDB(ctx, cfg)
 	if err != nil {
 		return err

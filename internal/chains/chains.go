@@ -5,6 +5,7 @@ package chains
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,44 +68,29 @@ type Set struct {
 
 // Build asks the node for the network and builds every chain to follow.
 func Build(ctx context.Context, o Options) (*Set, error) {
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	if o.Retry.Logger == nil {
-		o.Retry.Logger = o.Log
-	}
-	node, err := source.NewAvalanche(o.NodeURL, o.Retry)
+	set, err := newSet(o)
 	if err != nil {
 		return nil, err
 	}
+	node := set.Node
 	networkID, err := node.NetworkID(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("chains: network id from %s: %w", o.NodeURL, err)
 	}
-	g, err := genesis.Load(networkID, o.GenesisPath)
-	if err != nil {
-		return nil, err
-	}
-	xTx, _, err := g.Chain(constants.AVMID)
-	if err != nil {
-		return nil, err
-	}
-	cTx, _, err := g.Chain(constants.EVMID)
-	if err != nil {
+	if err := set.loadGenesis(networkID); err != nil {
 		return nil, err
 	}
 	// The node must serve the network the genesis describes.
+	xTx, _, err := set.Genesis.Chain(constants.AVMID)
+	if err != nil {
+		return nil, err
+	}
 	if xID, err := node.BlockchainID(ctx, "X"); err != nil {
 		return nil, fmt.Errorf("chains: X-chain id from node: %w", err)
 	} else if xID != xTx.ID() {
 		return nil, fmt.Errorf("chains: node's X-chain is %s, genesis says %s", xID, xTx.ID())
 	}
-	set := &Set{NetworkID: networkID, Genesis: g, Node: node, opts: o}
-	workers := max(o.Workers, 8)
-
-	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}
-	set.evmOpts = evmOpts
-	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, evmOpts)
+	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, set.evmOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -112,9 +98,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chains: C-chain id: %w", err)
 	}
-	evmChains := []evmChain{{key: "C", name: "C-Chain", blockchainID: cTx.ID(), chainID: cChainID, src: cEVM}}
-	var extraKeys []pchain.ChainKey
-	set.l1URLs = map[ids.ID]string{}
+	var others []evmChain
 	for _, u := range o.EVMRPCs {
 		// A chain of this network (its URL names its blockchain ID) is
 		// followed once the P-chain index holds its CreateChainTx, whose
@@ -123,7 +107,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 			set.l1URLs[bc] = u
 			continue
 		}
-		src, err := source.NewEVM(ctx, u, evmOpts)
+		src, err := source.NewEVM(ctx, u, set.evmOpts)
 		if err != nil {
 			return nil, err
 		}
@@ -135,18 +119,105 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 		if o.EVMGenesis[id] == nil {
 			o.Log.Warn("chains: no genesis for an EVM chain outside this network (--evm-genesis); its genesis allocation is not indexed", "url", u, "chain_id", id)
 		}
-		evmChains = append(evmChains, evmChain{key: key, name: "EVM " + key, chainID: id, src: src, alloc: o.EVMGenesis[id]})
+		others = append(others, evmChain{key: key, name: "EVM " + key, chainID: id, src: src, alloc: o.EVMGenesis[id]})
 	}
+	if err := set.assemble(cEVM, cChainID, others); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
 
-	pIx, err := pchain.NewIndexer(g, extraKeys...)
+// Offline builds the set from what the index recorded (the network id, the
+// C-chain's EVM chain id, the L1s followed before), without contacting any
+// node: reindex, and serving the index while the node is down. Its chains'
+// sources are clients that have not asked anything yet.
+func Offline(ctx context.Context, db *store.DB, o Options) (*Set, error) {
+	set, err := newSet(o)
 	if err != nil {
 		return nil, err
+	}
+	var networkID int64
+	var cChainID string
+	err = db.QueryRowContext(ctx, `SELECT network_id, COALESCE(evm_chain_id, '') FROM chains WHERE chain_key = 'C'`).Scan(&networkID, &cChainID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, errors.New("chains: the index holds no chain yet: the node must answer once before the index can be used without it")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chains: read the indexed network: %w", err)
+	}
+	cID, err := strconv.ParseUint(cChainID, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("chains: indexed C-chain id %q: %w", cChainID, err)
+	}
+	if err := set.loadGenesis(uint32(networkID)); err != nil {
+		return nil, err
+	}
+	cEVM, err := source.NewEVM(ctx, set.Node.BaseURL()+source.PathCRPC, set.evmOpts)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range o.EVMRPCs {
+		if bc := blockchainIDFromURL(u); bc != ids.Empty {
+			set.l1URLs[bc] = u
+		}
+	}
+	if err := set.assemble(cEVM, cID, nil); err != nil {
+		return nil, err
+	}
+	l1s, err := set.IndexedL1s(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	set.Chains = append(set.Chains, l1s...)
+	return set, nil
+}
+
+func newSet(o Options) (*Set, error) {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Retry.Logger == nil {
+		o.Retry.Logger = o.Log
+	}
+	node, err := source.NewAvalanche(o.NodeURL, o.Retry)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{Node: node, opts: o, l1URLs: map[ids.ID]string{},
+		evmOpts: source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}}, nil
+}
+
+func (s *Set) loadGenesis(networkID uint32) error {
+	g, err := genesis.Load(networkID, s.opts.GenesisPath)
+	if err != nil {
+		return err
+	}
+	s.NetworkID, s.Genesis = networkID, g
+	return nil
+}
+
+// assemble builds the P, X and C chains and the others given.
+func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) error {
+	g, o, node, networkID := s.Genesis, s.opts, s.Node, s.NetworkID
+	workers := max(o.Workers, 8)
+	xTx, _, err := g.Chain(constants.AVMID)
+	if err != nil {
+		return err
+	}
+	cTx, _, err := g.Chain(constants.EVMID)
+	if err != nil {
+		return err
+	}
+	evmChains := append([]evmChain{{key: "C", name: "C-Chain", blockchainID: cTx.ID(), chainID: cChainID, src: cEVM}}, others...)
+	pIx, err := pchain.NewIndexer(g)
+	if err != nil {
+		return err
 	}
 	xIx, err := xchain.NewIndexer(g, o.Log)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	set.Chains = append(set.Chains,
+	s.Chains = append(s.Chains,
 		ingest.Chain{Key: "P", Kind: "P", BlockchainID: constants.PlatformChainID.String(), NetworkID: networkID, Name: "P-Chain",
 			Source: &ingest.PSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("P", nodeIndex{node: node, chain: "P"}, o.Log)}, Indexer: pIx, BatchSize: o.BatchSize},
 		ingest.Chain{Key: "X", Kind: "X", BlockchainID: xTx.ID().String(), NetworkID: networkID, Name: "X-Chain",
@@ -154,30 +225,30 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	)
 	atomic, err := catomic.New(g, o.Log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// One ICM indexer for every EVM chain: it joins messages across them.
-	set.icm, err = icm.NewIndexer(icm.Config{Allow: o.ICMAllow, Deny: o.ICMDeny, Logger: o.Log})
+	s.icm, err = icm.NewIndexer(icm.Config{Allow: o.ICMAllow, Deny: o.ICMDeny, Logger: o.Log})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	set.atomic = atomicAdapter{atomic}
+	s.atomic = atomicAdapter{atomic}
 	for _, c := range evmChains {
 		if c.key == "C" {
 			if c.alloc, err = cAlloc(g); err != nil {
-				return nil, err
+				return err
 			}
 		}
-		ch, err := set.evmChain(c)
+		ch, err := s.evmChain(c)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		set.Chains = append(set.Chains, ch)
+		s.Chains = append(s.Chains, ch)
 	}
-	for i := range set.Chains {
-		set.Chains[i].Indexer = metrics.WithRollup(set.Chains[i].Key, set.Chains[i].Kind, set.Chains[i].Indexer)
+	for i := range s.Chains {
+		s.Chains[i].Indexer = metrics.WithRollup(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
 	}
-	return set, nil
+	return nil
 }
 
 // evmChain builds the ingest.Chain of one EVM chain: its indexer (with the

@@ -21,6 +21,8 @@ type Config struct {
 	MetricsListen string
 	Node          string
 	EVMRPC        []string
+	// EVMGenesis are genesis files of --evm-rpc chains outside this network.
+	EVMGenesis []string
 	// ICMAllow and ICMDeny limit which contracts' TeleporterMessenger events
 	// are indexed (default: any contract that proves itself a messenger).
 	ICMAllow, ICMDeny []string
@@ -45,6 +47,9 @@ type Config struct {
 	TrustedProxies []string
 	CORSOrigins    []string
 	LagThreshold   int64
+	// HeartbeatTimeout and MaxBlockInterval: health freshness (api.LimitsConfig).
+	HeartbeatTimeout time.Duration
+	MaxBlockInterval map[string]time.Duration
 	// Ingest is false on API-only replicas: they serve what another process indexes.
 	Ingest bool
 	// Enrichment: NFT metadata, contract registry, prices.
@@ -79,6 +84,10 @@ func Register(fs *flag.FlagSet) *Config {
 		c.EVMRPC = append(c.EVMRPC, s)
 		return nil
 	})
+	fs.Func("evm-genesis", "genesis JSON of an --evm-rpc chain outside this network, for its genesis allocation (repeatable; matched by config.chainId)", func(s string) error {
+		c.EVMGenesis = append(c.EVMGenesis, s)
+		return nil
+	})
 	icmList := func(dst *[]string) func(string) error {
 		return func(s string) error {
 			if !common.IsHexAddress(s) {
@@ -100,6 +109,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
 	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")
 	c.Tiers = map[string]int64{}
+	c.MaxBlockInterval = map[string]time.Duration{}
 	fs.Func("tier", "API key tier budget NAME=CU_PER_MINUTE (repeatable)", func(s string) error {
 		name, v, ok := strings.Cut(s, "=")
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -107,6 +117,16 @@ func Register(fs *flag.FlagSet) *Config {
 			return fmt.Errorf("want NAME=CU_PER_MINUTE, got %q", s)
 		}
 		c.Tiers[name] = n
+		return nil
+	})
+	fs.DurationVar(&c.HeartbeatTimeout, "heartbeat-timeout", 0, "the health check calls a chain down when its ingester has not reported for this long (0: default 1m; negative: off)")
+	fs.Func("max-block-interval", "CHAIN=DURATION: the health check calls the chain down after this long without a new block (repeatable; e.g. C=1m for a busy C-chain)", func(s string) error {
+		name, v, ok := strings.Cut(s, "=")
+		d, err := time.ParseDuration(v)
+		if !ok || name == "" || err != nil || d <= 0 {
+			return fmt.Errorf("want CHAIN=DURATION, got %q", s)
+		}
+		c.MaxBlockInterval[name] = d
 		return nil
 	})
 	fs.Int64Var(&c.AnonymousCU, "anonymous-cu", 0, "compute units per minute per client IP without a key (0: default 6000; negative: keys required)")
@@ -209,7 +229,8 @@ func Parse(fs *flag.FlagSet, args []string) error {
 
 // splitRepeatable lets a repeatable flag take a comma list from the environment.
 func splitRepeatable(name, v string) []string {
-	if name == "evm-rpc" || name == "tier" || name == "trusted-proxy" || name == "cors-origin" {
+	switch name {
+	case "evm-rpc", "evm-genesis", "tier", "trusted-proxy", "cors-origin", "max-block-interval", "icm-allow", "icm-deny":
 		return strings.Split(v, ",")
 	}
 	return []string{v}

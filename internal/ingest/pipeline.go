@@ -267,7 +267,7 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 	if err := p.recordState(ctx, c, st, nil); err != nil {
 		return err
 	}
-	tip, err := p.tip(ctx, c)
+	tip, err := p.tip(ctx, c, st)
 	if err != nil {
 		return err
 	}
@@ -288,10 +288,9 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 			if err := sleep(ctx, p.opts.Poll); err != nil {
 				return err
 			}
-			t, err := p.tip(ctx, c)
+			t, err := p.tip(ctx, c, st)
 			if err != nil {
-				p.log.Warn("ingest: tip", "chain", c.Key, "err", err)
-				continue
+				return err
 			}
 			target, tip = t, t
 			p.setProgress(c.Key, next-1, tip, st.rate.value())
@@ -635,6 +634,17 @@ func SetCheckpoint(ctx context.Context, tx *store.Tx, chain string, last RawBloc
 	return nil
 }
 
+// MarkWaiting records, for every registered chain, that ingestion waits
+// (why: msg), as a stall that status and the health check show; each
+// chain's pipeline clears it when it starts.
+func MarkWaiting(ctx context.Context, db *store.DB, msg string) error {
+	if _, err := db.ExecContext(ctx, `UPDATE chains SET stall_error = $1, stalled_since = COALESCE(stalled_since, $2)`,
+		msg, time.Now().Unix()); err != nil {
+		return fmt.Errorf("ingest: mark chains waiting: %w", err)
+	}
+	return nil
+}
+
 // nodeTipTimeout bounds the tip asked for while a chain is stalled.
 const nodeTipTimeout = 10 * time.Second
 
@@ -650,19 +660,29 @@ func (p *Pipeline) nodeTip(ctx context.Context, c Chain) (uint64, error) {
 	return t, nil
 }
 
-func (p *Pipeline) tip(ctx context.Context, c Chain) (uint64, error) {
+// tip asks the node for the chain's tip until it answers (or ctx ends).
+// While it does not, the chain is stalled (recordState: one ERROR line, the
+// state in the chains table for status and health).
+func (p *Pipeline) tip(ctx context.Context, c Chain, st *streamState) (uint64, error) {
 	backoff := p.opts.RetryBase
 	for {
 		t, err := c.Source.Tip(ctx)
 		if err == nil {
 			// updated_at doubles as the ingester's heartbeat for health checks.
 			_, _ = p.db.ExecContext(ctx, `UPDATE checkpoints SET node_height = $1, updated_at = $2 WHERE chain_key = $3`, int64(t), time.Now().Unix(), c.Key)
+			if st.stalled {
+				if err := p.recordState(ctx, c, st, nil); err != nil {
+					p.log.Warn("ingest: record chain state", "chain", c.Key, "err", err)
+				}
+			}
 			return t, nil
 		}
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		p.log.Warn("ingest: node tip unavailable; retrying", "chain", c.Key, "err", err, "backoff", backoff)
+		if err := p.recordState(ctx, c, st, fmt.Errorf("node tip: %w", err)); err != nil {
+			p.log.Warn("ingest: record chain state", "chain", c.Key, "err", err)
+		}
 		if err := sleep(ctx, backoff); err != nil {
 			return 0, err
 		}

@@ -25,16 +25,23 @@ type Retry struct {
 	// caller instead of being asked forever; transport failures are bounded
 	// by MaxAttempts and the context only.
 	MaxBadAnswers int
+	// MaxElapsed bounds the time spent retrying a call that keeps failing
+	// (default 30 s; negative: until the context ends): the caller learns
+	// that the node is unreachable and says so once, instead of every call
+	// retrying silently forever.
+	MaxElapsed time.Duration
 	// AttemptTimeout bounds one attempt, so a hung connection is retried
 	// instead of waited on (default 60s; negative: no bound).
 	AttemptTimeout time.Duration
-	// Logger receives one line per retry (default slog.Default()).
+	// Logger receives one DEBUG line per retry (default slog.Default()): the
+	// callers log state changes (a chain stalled, resumed) once.
 	Logger *slog.Logger
 	// Classify says whether an error is worth retrying (default IsRetryable).
 	Classify func(error) bool
 }
 
 const (
+	defaultMaxElapsed     = 30 * time.Second
 	defaultMaxBadAnswers  = 6
 	defaultInitial        = 250 * time.Millisecond
 	defaultMax            = 15 * time.Second
@@ -50,6 +57,9 @@ func (r Retry) withDefaults() Retry {
 	}
 	if r.Max < r.Initial {
 		r.Max = r.Initial
+	}
+	if r.MaxElapsed == 0 {
+		r.MaxElapsed = defaultMaxElapsed
 	}
 	if r.MaxBadAnswers == 0 {
 		r.MaxBadAnswers = defaultMaxBadAnswers
@@ -100,6 +110,7 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 		return fmt.Errorf("%s: giving up after %d attempts: %w (last error: %w)", op, attempts, ctx.Err(), last)
 	}
 	bad := 0 // bad answers in a row
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		if ctx.Err() != nil {
 			return giveUp(attempt - 1)
@@ -130,7 +141,10 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 			return fmt.Errorf("%s: giving up after %d bad answers in a row: %w", op, bad, err)
 		}
 		wait := r.Backoff(attempt)
-		r.Logger.LogAttrs(ctx, slog.LevelWarn, "source: retrying call",
+		if r.MaxElapsed > 0 && time.Since(start)+wait > r.MaxElapsed {
+			return fmt.Errorf("%s: giving up after %d attempts in %s: %w", op, attempt, time.Since(start).Round(time.Millisecond), err)
+		}
+		r.Logger.LogAttrs(ctx, slog.LevelDebug, "source: retrying call",
 			slog.String("method", op), slog.Int("attempt", attempt),
 			slog.Duration("backoff", wait), slog.String("error", err.Error()))
 		t := time.NewTimer(wait)

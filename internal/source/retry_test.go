@@ -168,11 +168,23 @@ func TestRetryDo(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		r := fastRetry(nil)
-		r.Initial, r.Max = time.Hour, time.Hour
+		r.Initial, r.Max, r.MaxElapsed = time.Hour, time.Hour, -1
 		start := time.Now()
 		err := r.Do(ctx, "m", func(context.Context) error { return io.EOF })
 		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, io.EOF) || time.Since(start) > 2*time.Second {
 			t.Fatalf("err %v after %v", err, time.Since(start))
+		}
+	})
+	t.Run("max elapsed", func(t *testing.T) {
+		// A node that stays unreachable: the call gives up after MaxElapsed
+		// with the last failure, so the caller can say so.
+		r := fastRetry(nil)
+		r.MaxElapsed = 60 * time.Millisecond
+		start := time.Now()
+		calls := 0
+		err := r.Do(context.Background(), "m", func(context.Context) error { calls++; return io.EOF })
+		if !errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded) || calls < 3 || time.Since(start) > 2*time.Second {
+			t.Fatalf("err %v after %d calls, %v", err, calls, time.Since(start))
 		}
 	})
 	t.Run("attempt timeout", func(t *testing.T) {

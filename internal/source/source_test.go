@@ -88,11 +88,10 @@ func (l *logBuffer) lines() []string {
 
 func fastRetry(logs *logBuffer) Retry {
 	r := Retry{Initial: 2 * time.Millisecond, Max: 10 * time.Millisecond, AttemptTimeout: 5 * time.Second}
-	if logs != nil {
-		r.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	} else {
-		r.Logger = slog.New(slog.NewTextHandler(&logBuffer{}, nil))
+	if logs == nil {
+		logs = &logBuffer{}
 	}
+	r.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return r
 }
 

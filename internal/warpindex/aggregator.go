@@ -36,8 +36,10 @@ type AggregatorConfig struct {
 	Log  *slog.Logger
 }
 
-// selfTimeout bounds asking the node for its own id and address at start.
-const selfTimeout = 10 * time.Second
+// selfTimeout bounds asking the node for its own id and address at start: a
+// node that answers does so in milliseconds, and one that does not must not
+// hold serving back.
+const selfTimeout = 2 * time.Second
 
 // NewAggregator starts a warp.Aggregator over the index of c.DB. The caller
 // closes it (Aggregator.Close) at shutdown. An unreachable node is not fatal:
