@@ -35,11 +35,12 @@ func demo(ctx context.Context, cfg *config.Config, dir string, stdout io.Writer,
 		cfg.Genesis = filepath.Join(dir, "genesis.json")
 	}
 	fmt.Fprintf(stdout, "demo: replaying %s at %s, indexing into %s\n", dir, nodeURL, cfg.DB)
-	db, set, err := start(ctx, cfg, log)
+	db, w, set, err := start(ctx, cfg, log, "demo")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	defer w.Release()
 	// A key with every scope, so the demo shows the keyed routes (exports, reindex) too.
 	demoKey, err := keys.Create(ctx, db, "demo", "pro", []string{"*"}, 0)
 	if err != nil {

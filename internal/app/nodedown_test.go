@@ -185,3 +185,23 @@ func TestStatusWithoutDatabase(t *testing.T) {
 		t.Errorf("status created %s", path)
 	}
 }
+
+// A second ingesting process on the same database refuses to start and
+// names the holder; so does reindex. An API-only replica (--ingest=false)
+// takes no lock.
+func TestOneWriter(t *testing.T) {
+	dsn := storetest.DSNFor(t, "sqlite")
+	holder := storetest.Open(t, dsn)
+	ctx := context.Background()
+	w, err := holder.AcquireWriter(ctx, "the indexer under test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Release()
+	for _, cmd := range []string{"serve", "index", "reindex"} {
+		err := Run(ctx, cmd, []string{"--db", dsn, "--node", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "another process is writing to this database") || !strings.Contains(err.Error(), "the indexer under test") {
+			t.Errorf("%s: %v", cmd, err)
+		}
+	}
+}

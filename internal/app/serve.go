@@ -34,24 +34,29 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
 )
 
-// start opens (and migrates) the store and asks the node for the network and
-// its chains: what every ingesting or serving command begins with.
-func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB, *chains.Set, error) {
+// start opens (and migrates) the store, takes its writer lock for cmd and
+// asks the node for the network and its chains: what every ingesting
+// command begins with. The caller releases the lock and closes the store.
+func start(ctx context.Context, cfg *config.Config, log *slog.Logger, cmd string) (*store.DB, *store.Writer, *chains.Set, error) {
 	db, err := openDB(ctx, cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	w, err := writerLock(ctx, db, cmd)
+	if err != nil {
+		db.Close()
+		return nil, nil, nil, err
 	}
 	opts, err := chainOptions(cfg, log)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
+	if err == nil {
+		var set *chains.Set
+		if set, err = chains.Build(ctx, opts); err == nil {
+			return db, w, set, nil
+		}
 	}
-	set, err := chains.Build(ctx, opts)
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return db, set, nil
+	w.Release()
+	db.Close()
+	return nil, nil, nil, err
 }
 
 // chainOptions turns the configuration into chains.Options (reading the
@@ -81,12 +86,24 @@ func chainOptions(cfg *config.Config, log *slog.Logger) (chains.Options, error) 
 	return o, nil
 }
 
+// writerLock takes the database's writer lock for the command, or fails
+// naming the process that holds it.
+func writerLock(ctx context.Context, db *store.DB, cmd string) (*store.Writer, error) {
+	host, _ := os.Hostname()
+	w, err := db.AcquireWriter(ctx, fmt.Sprintf("permafrost %s, pid %d on %s", cmd, os.Getpid(), host))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return w, nil
+}
+
 func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Logger) error {
-	db, set, err := start(ctx, cfg, log)
+	db, w, set, err := start(ctx, cfg, log, "index")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	defer w.Release()
 	pipe := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, untilTip), log)
 	if isTerminal(os.Stderr) {
 		pctx, stop := context.WithCancel(ctx)
@@ -110,6 +127,11 @@ func reindex(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
+	w, err := writerLock(ctx, db, "reindex")
+	if err != nil {
+		return err
+	}
+	defer w.Release()
 	opts, err := chainOptions(cfg, log)
 	if err != nil {
 		return err
@@ -136,6 +158,13 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer, log *slog.
 		return err
 	}
 	defer db.Close()
+	if cfg.Ingest {
+		w, err := writerLock(ctx, db, "serve")
+		if err != nil {
+			return fmt.Errorf("%w (run API-only replicas with --ingest=false)", err)
+		}
+		defer w.Release()
+	}
 	opts, err := chainOptions(cfg, log)
 	if err != nil {
 		return err

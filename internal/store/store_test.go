@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -244,5 +245,38 @@ func TestIsTransient(t *testing.T) {
 		if got := store.IsTransient(tt.err); got != tt.want {
 			t.Errorf("IsTransient(%v) = %v", tt.err, got)
 		}
+	}
+}
+
+// One writer: a second process (here a second handle) cannot take the lock
+// while the first holds it, and is told who holds it; after a release it can.
+// (A killed writer's lock going with it is what the crash test relies on:
+// it restarts the indexer after every SIGKILL.)
+func TestWriterLock(t *testing.T) {
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			dsn := storetest.DSNFor(t, backend)
+			a, b := storetest.Open(t, dsn), storetest.Open(t, dsn)
+			ctx := context.Background()
+			wa, err := a.AcquireWriter(ctx, "first writer pid 1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.AcquireWriter(ctx, "second writer pid 2")
+			if !errors.Is(err, store.ErrWriterBusy) || !strings.Contains(err.Error(), "first writer pid 1") {
+				t.Fatalf("second writer: %v", err)
+			}
+			if err := wa.Release(); err != nil {
+				t.Fatal(err)
+			}
+			wb, err := b.AcquireWriter(ctx, "second writer pid 2")
+			if err != nil {
+				t.Fatalf("after release: %v", err)
+			}
+			if _, err := a.AcquireWriter(ctx, "first again"); !errors.Is(err, store.ErrWriterBusy) || !strings.Contains(err.Error(), "second writer pid 2") {
+				t.Fatalf("first again: %v", err)
+			}
+			wb.Release()
+		})
 	}
 }
