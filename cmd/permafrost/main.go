@@ -24,7 +24,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		usage()
+		app.Usage(os.Stderr)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -37,27 +37,10 @@ func main() {
 		os.Exit(0)
 	case errors.Is(err, app.ErrUsage):
 		fmt.Fprintln(os.Stderr, err)
-		usage()
+		app.Usage(os.Stderr)
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "permafrost:", err)
 		os.Exit(1)
 	}
-}
-
-func usage() {
-	fmt.Fprint(os.Stderr, `usage: permafrost <command> [flags]
-
-commands:
-  serve     index continuously and serve every API on --listen
-  index     index the configured chains (--until-tip: stop at the tip seen at start)
-  replay    serve a recording as an avalanchego-compatible node (--fixture DIR --listen ADDR)
-  demo      replay the bundled recording, index it into a temporary SQLite database, serve every API
-  status    per-chain indexed height, node tip, lag, blocks/s (--json)
-  migrate   apply database migrations
-  reindex   rebuild the derived tables from stored raw blocks (no refetch)
-  keys      manage API keys (create|list|revoke)
-
-Run 'permafrost <command> -h' for the flags of a command.
-`)
 }

@@ -28,11 +28,12 @@ const (
 	XXL    Weight = 200
 )
 
-// Scopes a key can carry and a route can require (keys.ScopeAll grants all).
+// Scopes a key can carry and a route can require (keys.ScopeAll grants all;
+// keys.Scopes lists them, and keys create refuses others).
 const (
-	ScopeExports = "exports" // POST /v1/operations/transactions:export and reading its operations
-	ScopeReindex = "reindex" // reindex routes (e.g. NFT token metadata :reindex)
-	ScopeAdmin   = "admin"   // administrative routes
+	ScopeExports = keys.ScopeExports
+	ScopeReindex = keys.ScopeReindex
+	ScopeAdmin   = keys.ScopeAdmin
 )
 
 // RouteOpts is what the guard needs to know about a route: its weight and

@@ -9,8 +9,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"runtime/debug"
+	"slices"
+	"time"
 
+	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/keys"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -43,13 +48,23 @@ func Run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 		asJSON := fs.Bool("json", false, "print JSON")
 		run = func(ctx context.Context) error { return status(ctx, cfg, *asJSON, stdout) }
 	case "migrate":
+		statusOnly := fs.Bool("status", false, "list the applied and pending migrations, apply none")
 		run = func(ctx context.Context) error {
+			if *statusOnly {
+				return migrationStatus(ctx, cfg, stdout)
+			}
 			db, err := openDB(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer db.Close()
 			fmt.Fprintln(stdout, "migrations applied to", db)
+			return nil
+		}
+	case "version":
+		run = func(context.Context) error {
+			v, commit := Version()
+			fmt.Fprintf(stdout, "permafrost %s\ncommit %s\nschema %s\n", v, commit, store.SchemaVersion())
 			return nil
 		}
 	case "reindex":
@@ -61,21 +76,88 @@ func Run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 				return err
 			}
 			defer db.Close()
-			err = keys.Command(ctx, db, fs.Args(), stdout)
+			// The budgets serve uses (newGuard): --tier's, or the defaults.
+			budgets := cfg.Tiers
+			if len(budgets) == 0 {
+				budgets = api.DefaultLimits().Tiers
+			}
+			err = keys.Command(ctx, db, fs.Args(), slices.Collect(maps.Keys(budgets)), stdout)
 			if errors.Is(err, keys.ErrUsage) {
 				return fmt.Errorf("%w: %v", ErrUsage, err)
 			}
 			return err
 		}
 	case "-h", "--help", "help":
+		Usage(stdout)
 		return flag.ErrHelp
 	default:
 		return fmt.Errorf("%w: unknown command %q", ErrUsage, cmd)
 	}
-	if err := config.Parse(fs, args); err != nil {
+	if err := config.Parse(fs, cmd, args); err != nil {
 		return err
 	}
 	return run(ctx)
+}
+
+// Usage writes the commands.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: permafrost <command> [flags]\n\ncommands:")
+	for _, c := range config.Commands {
+		fmt.Fprintf(w, "  %-9s %s\n", c.Name, c.Summary)
+	}
+	fmt.Fprintln(w, "\n'permafrost <command> -h' lists the command's flags; docs/configuration.md lists them all.")
+}
+
+// version and commit are set at build time (-ldflags "-X
+// github.com/permafrost-dev/permafrost/internal/app.version=v1.2.3 -X ...commit=abc");
+// otherwise they come from the Go build information when it has them.
+var version, commit string
+
+// Version returns the build's version and commit.
+func Version() (string, string) {
+	v, c := version, commit
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && c == "" {
+				c = s.Value
+			}
+		}
+	}
+	if v == "" {
+		v = "devel"
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	return v, c
+}
+
+// migrationStatus prints the applied and pending migrations of the database
+// without applying any.
+func migrationStatus(ctx context.Context, cfg *config.Config, w io.Writer) error {
+	db, err := store.Open(ctx, cfg.DB)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	st, err := db.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range st.Applied {
+		fmt.Fprintf(w, "applied  %s  %s\n", m, time.Unix(st.AppliedAt[m], 0).UTC().Format(time.RFC3339))
+	}
+	for _, m := range st.Pending {
+		fmt.Fprintf(w, "pending  %s\n", m)
+	}
+	for _, m := range st.Unknown {
+		fmt.Fprintf(w, "unknown  %s  (applied by a newer Permafrost)\n", m)
+	}
+	fmt.Fprintf(w, "%d applied, %d pending, %d unknown; this build's schema is %s\n", len(st.Applied), len(st.Pending), len(st.Unknown), store.SchemaVersion())
+	return nil
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -161,14 +161,26 @@ func Register(fs *flag.FlagSet) *Config {
 	return c
 }
 
-// Parse parses args, then fills every flag not given on the command line from
-// PERMAFROST_<NAME> (dashes become underscores) or the YAML file.
-func Parse(fs *flag.FlagSet, args []string) error {
+// Parse parses cmd's args, then fills every flag cmd uses that is not given on
+// the command line from PERMAFROST_<NAME> (dashes become underscores) or the
+// YAML file. A flag cmd does not use is refused on the command line and
+// ignored in the environment and the file (they are shared by every command).
+func Parse(fs *flag.FlagSet, cmd string, args []string) error {
+	fs.Usage = func() { CommandUsage(fs.Output(), fs, cmd) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var unused []string
+	fs.Visit(func(f *flag.Flag) {
+		set[f.Name] = true
+		if !Uses(cmd, f.Name) {
+			unused = append(unused, "--"+f.Name)
+		}
+	})
+	if len(unused) > 0 {
+		return fmt.Errorf("config: permafrost %s does not use %s (see permafrost %s -h)", cmd, strings.Join(unused, ", "), cmd)
+	}
 	fileValues := map[string]any{}
 	path := fs.Lookup("config").Value.String()
 	if path == "" {
@@ -185,7 +197,7 @@ func Parse(fs *flag.FlagSet, args []string) error {
 	}
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if err != nil || set[f.Name] || f.Name == "config" {
+		if err != nil || set[f.Name] || f.Name == "config" || !Uses(cmd, f.Name) {
 			return
 		}
 		env := "PERMAFROST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))

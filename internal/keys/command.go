@@ -23,8 +23,9 @@ const usage = `usage:
   permafrost keys list [--json]
   permafrost keys revoke ID`
 
-// Command runs `permafrost keys create|list|revoke` against db, writing to stdout.
-func Command(ctx context.Context, db *store.DB, args []string, stdout io.Writer) error {
+// Command runs `permafrost keys create|list|revoke` against db, writing to
+// stdout. tiers are the tier names the server has budgets for.
+func Command(ctx context.Context, db *store.DB, args []string, tiers []string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: keys needs a subcommand\n%s", ErrUsage, usage)
 	}
@@ -36,13 +37,16 @@ func Command(ctx context.Context, db *store.DB, args []string, stdout io.Writer)
 	case "create":
 		name := fs.String("name", "", "who or what the key is for")
 		tier := fs.String("tier", "", "rate-limit tier (a tier of the server config)")
-		scopes := fs.String("scopes", "", "comma list of scopes: exports, reindex, admin, or *")
+		scopes := fs.String("scopes", "", "comma list of scopes: "+strings.Join(Scopes, ", ")+", or *")
 		expires := fs.String("expires", "", "lifetime, e.g. 720h or 30d (default: never)")
 		if err := parse(fs, args, 0); err != nil {
 			return err
 		}
 		if *name == "" || *tier == "" {
 			return fmt.Errorf("%w: keys create needs --name and --tier\n%s", ErrUsage, usage)
+		}
+		if err := CheckTier(*tier, tiers); err != nil {
+			return fmt.Errorf("%w: --tier: %v", ErrUsage, err)
 		}
 		exp, err := ParseExpiry(*expires)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +33,10 @@ const (
 	// KeyLen is the length of every key this package issues.
 	KeyLen = len(prefix) + idHexLen + 1 + secretLen
 
+	// Scopes a route can require.
+	ScopeExports = "exports" // POST /v1/operations/transactions:export and reading its operations
+	ScopeReindex = "reindex" // reindex routes (e.g. NFT token metadata :reindex)
+	ScopeAdmin   = "admin"   // administrative routes
 	// ScopeAll grants every scope.
 	ScopeAll = "*"
 )
@@ -140,11 +145,22 @@ func ValidateTier(tier string) error {
 	return nil
 }
 
+// Scopes are the scopes a key can carry, besides ScopeAll.
+var Scopes = []string{ScopeExports, ScopeReindex, ScopeAdmin}
+
+// ValidateScope accepts ScopeAll and the scopes routes require (Scopes).
 func ValidateScope(scope string) error {
-	if scope != ScopeAll && !token(scope, 64) {
-		return fmt.Errorf("scope %q must be * or 1 to 64 characters of a-z, 0-9, _ and -", scope)
+	if scope == ScopeAll || slices.Contains(Scopes, scope) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("unknown scope %q: want one of %s, or *", truncated(scope), strings.Join(Scopes, ", "))
+}
+
+func truncated(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func token(s string, max int) bool {
@@ -163,6 +179,17 @@ func token(s string, max int) bool {
 // show it to the operator once. expiry 0 means the key never expires.
 func Create(ctx context.Context, db *store.DB, name, tier string, scopes []string, expiry time.Duration) (string, error) {
 	return create(ctx, db, name, tier, scopes, expiry, time.Now())
+}
+
+// CheckTier refuses a tier the server has no budget for (tiers: the
+// configured tier names).
+func CheckTier(tier string, tiers []string) error {
+	if !slices.Contains(tiers, tier) {
+		sorted := slices.Clone(tiers)
+		slices.Sort(sorted)
+		return fmt.Errorf("unknown tier %q: the server has budgets for %s (add one with --tier NAME=CU_PER_MINUTE)", truncated(tier), strings.Join(sorted, ", "))
+	}
+	return nil
 }
 
 func create(ctx context.Context, db *store.DB, name, tier string, scopes []string, expiry time.Duration, now time.Time) (string, error) {

@@ -117,7 +117,7 @@ func TestCommand(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		var out bytes.Buffer
-		if err := Command(ctx, db, []string{"create", "--name", "exporter", "--tier", "pro", "--scopes", "exports,admin", "--expires", "30d", "--json"}, &out); err != nil {
+		if err := Command(ctx, db, []string{"create", "--name", "exporter", "--tier", "pro", "--scopes", "exports,admin", "--expires", "30d", "--json"}, testTiers, &out); err != nil {
 			t.Fatal(err)
 		}
 		var created struct {
@@ -134,18 +134,18 @@ func TestCommand(t *testing.T) {
 			t.Fatalf("created: %+v", created)
 		}
 		out.Reset()
-		if err := Command(ctx, db, []string{"create", "--name", "reader", "--tier", "free"}, &out); err != nil {
+		if err := Command(ctx, db, []string{"create", "--name", "reader", "--tier", "free"}, testTiers, &out); err != nil {
 			t.Fatal(err)
 		}
 		if !regexp.MustCompile(`(?m)^key: +pfk_`).MatchString(out.String()) || !regexp.MustCompile(`(?m)^expires: +never$`).MatchString(out.String()) {
 			t.Errorf("create text:\n%s", out.String())
 		}
 		out.Reset()
-		if err := Command(ctx, db, []string{"revoke", created.ID}, &out); err != nil || out.String() != "revoked "+created.ID+"\n" {
+		if err := Command(ctx, db, []string{"revoke", created.ID}, testTiers, &out); err != nil || out.String() != "revoked "+created.ID+"\n" {
 			t.Fatalf("revoke: %v %q", err, out.String())
 		}
 		out.Reset()
-		if err := Command(ctx, db, []string{"list"}, &out); err != nil {
+		if err := Command(ctx, db, []string{"list"}, testTiers, &out); err != nil {
 			t.Fatal(err)
 		}
 		// Keys made in the same second list in id order: find each by id.
@@ -160,7 +160,7 @@ func TestCommand(t *testing.T) {
 			}
 		}
 		out.Reset()
-		if err := Command(ctx, db, []string{"list", "--json"}, &out); err != nil {
+		if err := Command(ctx, db, []string{"list", "--json"}, testTiers, &out); err != nil {
 			t.Fatal(err)
 		}
 		var listed []struct {
@@ -176,17 +176,30 @@ func TestCommand(t *testing.T) {
 		}
 		for _, args := range [][]string{
 			nil, {"frobnicate"}, {"create", "--tier", "pro"}, {"create", "--name", "x"},
+			{"create", "--name", "x", "--tier", "platinum"}, // a tier the server has no budget for
 			{"create", "--name", "x", "--tier", "pro", "--expires", "soon"}, {"create", "--bogus"},
 			{"revoke"}, {"revoke", "a", "b"}, {"list", "extra"},
 		} {
-			if err := Command(ctx, db, args, &out); !errors.Is(err, ErrUsage) {
+			if err := Command(ctx, db, args, testTiers, &out); !errors.Is(err, ErrUsage) {
 				t.Errorf("%q: want usage error, got %v", args, err)
 			}
 		}
-		if err := Command(ctx, db, []string{"revoke", "ffffffffffffffff"}, &out); err == nil || !strings.Contains(err.Error(), "no key with id") {
+		if err := Command(ctx, db, []string{"revoke", "ffffffffffffffff"}, testTiers, &out); err == nil || !strings.Contains(err.Error(), "no key with id") {
 			t.Errorf("revoke unknown: %v", err)
 		}
 	})
+}
+
+var testTiers = []string{"free", "base", "growth", "pro"}
+
+// Unknown scopes are refused when a key is created, with the known ones named.
+func TestUnknownScope(t *testing.T) {
+	db := storetest.Open(t, storetest.SQLiteDSN(t))
+	var out bytes.Buffer
+	err := Command(context.Background(), db, []string{"create", "--name", "x", "--tier", "pro", "--scopes", "exports,exprots"}, testTiers, &out)
+	if err == nil || !strings.Contains(err.Error(), `unknown scope "exprots"`) || !strings.Contains(err.Error(), "exports, reindex, admin") {
+		t.Fatalf("err %v", err)
+	}
 }
 
 func TestParseExpiry(t *testing.T) {

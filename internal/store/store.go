@@ -216,9 +216,13 @@ func (db *DB) WriterDB() *sql.DB { return db.write }
 // Migrate applies every embedded migration not yet applied, in file-name order,
 // each in its own transaction with its bookkeeping row.
 func (db *DB) Migrate(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx,
-		`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("store: create schema_migrations: %w", err)
+	st, err := db.MigrationStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if len(st.Unknown) > 0 {
+		return fmt.Errorf("%w: it has migrations this build does not know (%s): run a Permafrost at least as new as the one that migrated it",
+			ErrNewerSchema, strings.Join(st.Unknown, ", "))
 	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
@@ -256,6 +260,82 @@ func (db *DB) Migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrNewerSchema says a newer Permafrost migrated the database.
+var ErrNewerSchema = errors.New("store: the database was migrated by a newer version")
+
+// Migrations is what MigrationStatus reports: this build's migrations that
+// apply to the backend, split into applied and pending, and those the
+// database has applied that this build does not know (a newer version's).
+type Migrations struct {
+	Applied, Pending, Unknown []string
+	// AppliedAt is when each applied migration was applied (unix seconds).
+	AppliedAt map[string]int64
+}
+
+// SchemaVersion is the newest migration this build has (its file name
+// without .sql): what `permafrost version` prints.
+func SchemaVersion() string {
+	names, _ := fs.Glob(migrationFS, "migrations/*.sql")
+	sort.Strings(names)
+	if len(names) == 0 {
+		return ""
+	}
+	v := strings.TrimSuffix(filepath.Base(names[len(names)-1]), ".sql")
+	return strings.TrimSuffix(strings.TrimSuffix(v, ".postgres"), ".sqlite")
+}
+
+// MigrationStatus reads which migrations the database has applied, without
+// applying any.
+func (db *DB) MigrationStatus(ctx context.Context) (Migrations, error) {
+	m := Migrations{AppliedAt: map[string]int64{}}
+	if _, err := db.write.ExecContext(ctx,
+		`CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)`); err != nil {
+		return m, fmt.Errorf("store: create schema_migrations: %w", err)
+	}
+	rows, err := db.write.QueryContext(ctx, `SELECT name, applied_at FROM schema_migrations`)
+	if err != nil {
+		return m, fmt.Errorf("store: read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var at int64
+		if err := rows.Scan(&name, &at); err != nil {
+			return m, fmt.Errorf("store: read schema_migrations: %w", err)
+		}
+		m.AppliedAt[name] = at
+	}
+	if err := rows.Err(); err != nil {
+		return m, fmt.Errorf("store: read schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return m, fmt.Errorf("store: list migrations: %w", err)
+	}
+	known := map[string]bool{}
+	for _, name := range names {
+		base := filepath.Base(name)
+		known[base] = true
+		if !db.dialect.owns(base) {
+			continue
+		}
+		if _, ok := m.AppliedAt[base]; ok {
+			m.Applied = append(m.Applied, base)
+		} else {
+			m.Pending = append(m.Pending, base)
+		}
+	}
+	for name := range m.AppliedAt {
+		if !known[name] {
+			m.Unknown = append(m.Unknown, name)
+		}
+	}
+	sort.Strings(m.Applied)
+	sort.Strings(m.Pending)
+	sort.Strings(m.Unknown)
+	return m, nil
 }
 
 // owns reports whether a migration file applies to this backend: NAME.sql to
