@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/permafrost-dev/permafrost/internal/config"
+	"github.com/permafrost-dev/permafrost/internal/enrich"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/keys"
 )
@@ -30,6 +31,11 @@ func demo(ctx context.Context, cfg *config.Config, dir string, stdout io.Writer,
 	}
 	defer os.RemoveAll(tmp)
 	cfg.Node = nodeURL
+	// The demo makes no outbound call: no public IPFS gateway unless one is
+	// named (--ipfs-gateway).
+	if cfg.IPFSGateway == "https://ipfs.io" {
+		cfg.IPFSGateway = enrich.NoIPFSGateway
+	}
 	cfg.DB = "sqlite:" + filepath.Join(tmp, "permafrost.db")
 	if cfg.Genesis == "" {
 		cfg.Genesis = filepath.Join(dir, "genesis.json")

@@ -74,3 +74,33 @@ func CommandUsage(w io.Writer, fs *flag.FlagSet, cmd string) {
 	})
 	sub.PrintDefaults()
 }
+
+// Reference is the table of every shared flag as docs/configuration.md
+// lists it: flag, environment variable, YAML key, default, the commands that
+// use it and what it does.
+func Reference() string {
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	Register(fs)
+	var b strings.Builder
+	b.WriteString("| flag | environment | YAML key | default | commands | meaning |\n|---|---|---|---|---|---|\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		cmds := flagCommands[f.Name]
+		switch cmds {
+		case "":
+			cmds = "serve demo"
+		case "*":
+			cmds = "all"
+		}
+		def := "`" + f.DefValue + "`"
+		if f.DefValue == "" || f.DefValue == "[]" {
+			def = "none"
+		}
+		env := "PERMAFROST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		yamlKey := "`" + f.Name + "`"
+		if f.Name == "config" {
+			yamlKey = "—"
+		}
+		fmt.Fprintf(&b, "| `--%s` | `%s` | %s | %s | %s | %s |\n", f.Name, env, yamlKey, def, cmds, strings.ReplaceAll(f.Usage, "|", "\\|"))
+	})
+	return b.String()
+}

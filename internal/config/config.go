@@ -142,7 +142,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.Int64Var(&c.LagThreshold, "lag-threshold", 0, "blocks a chain may lag its node before its routes answer 503 (0: default 100)")
 	fs.StringVar(&c.Upstream, "upstream", "", "node asked for live-only fields such as uptime/connected (default: --node when serving)")
 	fs.BoolVar(&c.Ingest, "ingest", true, "index the chains in this process (serve: false for API-only replicas sharing a PostgreSQL index)")
-	fs.StringVar(&c.IPFSGateway, "ipfs-gateway", "https://ipfs.io", "HTTP gateway for ipfs:// NFT metadata")
+	fs.StringVar(&c.IPFSGateway, "ipfs-gateway", "https://ipfs.io", "HTTP gateway for ipfs:// NFT metadata, or none (the demo uses none unless one is given)")
 	fs.BoolVar(&c.NFTAllowLoopback, "nft-allow-loopback", false, "let NFT metadata fetches reach loopback addresses")
 	fs.BoolVar(&c.NFTAllowPrivate, "nft-allow-private", false, "let NFT metadata fetches reach private and link-local addresses")
 	fs.StringVar(&c.ContractRegistry, "contract-registry", "", "YAML/JSON file of curated contract metadata (reloaded when it changes)")

@@ -15,7 +15,7 @@ func TestPrecedence(t *testing.T) {
 	t.Setenv("PERMAFROST_RPC_CONCURRENCY", "1")
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	c := Register(fs)
-	if err := Parse(fs, []string{"--config", file, "--listen", "127.0.0.1:2"}); err != nil {
+	if err := Parse(fs, "serve", []string{"--config", file, "--listen", "127.0.0.1:2"}); err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:2" || c.Node != "http://env" || c.BatchSize != 7 || len(c.EVMRPC) != 2 || c.DB != "sqlite:./data/permafrost.db" ||
@@ -31,7 +31,7 @@ func TestBadFile(t *testing.T) {
 		os.WriteFile(file, []byte(body), 0o644)
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		Register(fs)
-		if err := Parse(fs, []string{"--config", file}); err == nil {
+		if err := Parse(fs, "serve", []string{"--config", file}); err == nil {
 			t.Errorf("%s: want error", name)
 		}
 	}

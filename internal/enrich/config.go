@@ -115,7 +115,8 @@ type NFTConfig struct {
 	// MaxRedirects bounds the redirects followed. Default 5.
 	MaxRedirects int
 	// IPFSGateway is the HTTP gateway ipfs:// URIs are fetched through:
-	// ipfs://CID/path -> IPFSGateway/ipfs/CID/path. Default https://ipfs.io.
+	// ipfs://CID/path -> IPFSGateway/ipfs/CID/path. Default https://ipfs.io;
+	// NoIPFSGateway: ipfs:// URIs are not fetched (no outbound call).
 	IPFSGateway string
 	// AllowLoopback lets fetches reach loopback addresses (127.0.0.0/8,
 	// ::1). Off by default: token URIs are chosen by anyone who deploys a
@@ -194,6 +195,8 @@ const (
 	defaultTokenBatch    = 25
 	maxTokenBatch        = 100
 	defaultIPFSGateway   = "https://ipfs.io"
+	// NoIPFSGateway as IPFSGateway fetches no ipfs:// URI.
+	NoIPFSGateway = "none"
 	defaultUserAgent     = "permafrost-nft-metadata/1"
 )
 
@@ -276,8 +279,8 @@ func (c Config) validate() error {
 	if n.Lease < 2*n.Timeout {
 		errs = append(errs, fmt.Errorf("nft: lease %s must be at least twice the fetch timeout %s", n.Lease, n.Timeout))
 	}
-	if u, err := url.Parse(n.IPFSGateway); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("nft: IPFS gateway %q: want an http(s) URL", n.IPFSGateway))
+	if u, err := url.Parse(n.IPFSGateway); n.IPFSGateway != NoIPFSGateway && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		errs = append(errs, fmt.Errorf("nft: IPFS gateway %q: want an http(s) URL or %q", n.IPFSGateway, NoIPFSGateway))
 	}
 	for st, p := range n.Retry {
 		if !knownStatus[st] {

@@ -129,6 +129,9 @@ func (f *fetcher) resolve(uri string) (target, outcome) {
 		if !validCID(cid) {
 			return target{}, fail(StatusInvalidURI, true, "token URI %q has no valid IPFS CID", clip(u))
 		}
+		if f.gateway == NoIPFSGateway {
+			return target{}, fail(StatusInvalidScheme, true, "token URI %q: ipfs:// is not fetched here (no IPFS gateway configured: --ipfs-gateway)", clip(u))
+		}
 		full := f.gateway + "/ipfs/" + cid
 		if path != "" {
 			full += "/" + path

@@ -212,6 +212,15 @@ func TestResolveURI(t *testing.T) {
 			t.Errorf("%.60q: url %q data %q", c.uri, tg.url, tg.data)
 		}
 	}
+	// Without a gateway (the demo's default), ipfs:// is not fetched at all;
+	// other schemes resolve as before.
+	none := &fetcher{gateway: NoIPFSGateway, maxBytes: 100}
+	if tg, o := none.resolve("ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG"); o.status != StatusInvalidScheme || tg.url != "" {
+		t.Errorf("ipfs:// without a gateway: %q %q", o.status, tg.url)
+	}
+	if tg, o := none.resolve("https://meta.example.org/1.json"); o.status != "" || tg.url != "https://meta.example.org/1.json" {
+		t.Errorf("https without a gateway: %q %q", o.status, tg.url)
+	}
 	if got := expandURI("https://x/{id}.json", ercTypeERC1155, "314"); got != "https://x/"+strings.Repeat("0", 61)+"13a.json" {
 		t.Errorf("{id}: %s", got)
 	}
