@@ -47,7 +47,7 @@ func TestConfigurationDoc(t *testing.T) {
 // does not use is refused on its command line.
 func TestCommandFlags(t *testing.T) {
 	for _, tt := range []struct {
-		cmd       string
+		cmd        string
 		has, lacks []string
 	}{
 		{"status", []string{"-db", "-config", "-log-format"}, []string{"-listen", "-node", "-tier", "-ipfs-gateway"}},

@@ -196,8 +196,8 @@ const (
 	maxTokenBatch        = 100
 	defaultIPFSGateway   = "https://ipfs.io"
 	// NoIPFSGateway as IPFSGateway fetches no ipfs:// URI.
-	NoIPFSGateway = "none"
-	defaultUserAgent     = "permafrost-nft-metadata/1"
+	NoIPFSGateway    = "none"
+	defaultUserAgent = "permafrost-nft-metadata/1"
 )
 
 // WithDefaults fills zero fields with their defaults.
