@@ -36,9 +36,10 @@ type Blockchain struct {
 	SubnetID             string `json:"subnetId"`
 	BlockchainName       string `json:"blockchainName"`
 	EVMChainID           *int64 `json:"evmChainId,omitempty"`
-	// GenesisData is the chain's genesis as the raw JSON string when it is
-	// JSON (the document's string branch); binary genesis is left out.
-	GenesisData *string `json:"genesisData,omitempty"`
+	// GenesisData is an EVM chain's genesis as the object its genesis file
+	// holds (the document's EvmGenesisDto branch), another JSON genesis as
+	// the raw JSON string (its string branch); binary genesis is left out.
+	GenesisData json.RawMessage `json:"genesisData,omitempty"`
 }
 
 // ListBlockchainsResponse is ListBlockchainsResponse.
@@ -111,23 +112,26 @@ func scanBlockchain(rows interface{ Scan(...any) error }) (Blockchain, error) {
 		return Blockchain{}, fmt.Errorf("read blockchain: %w", err)
 	}
 	b.CreateBlockNumber = strconv.FormatInt(height, 10)
-	// EVM genesis (C-chain, subnet-evm) is JSON with config.chainId; the
-	// document's EvmGenesisDto types some fields differently from what
-	// genesis files hold (gasLimit as a number, ...), so the raw JSON
-	// string is served, which its oneOf allows.
-	if json.Valid(genesis) {
-		s := string(genesis)
-		b.GenesisData = &s
-		var g struct {
-			Config struct {
-				ChainID *big.Int `json:"chainId"`
-			} `json:"config"`
-		}
-		if json.Unmarshal(genesis, &g) == nil && g.Config.ChainID != nil && g.Config.ChainID.IsInt64() {
-			id := g.Config.ChainID.Int64()
-			b.EVMChainID = &id
-		}
+	if !json.Valid(genesis) {
+		return b, nil
 	}
+	// EVM genesis (C-chain, subnet-evm) is a JSON object with config.chainId.
+	var g struct {
+		Config struct {
+			ChainID *big.Int `json:"chainId"`
+		} `json:"config"`
+	}
+	if json.Unmarshal(genesis, &g) == nil && g.Config.ChainID != nil && g.Config.ChainID.IsInt64() {
+		id := g.Config.ChainID.Int64()
+		b.EVMChainID = &id
+		b.GenesisData = json.RawMessage(genesis)
+		return b, nil
+	}
+	s, err := json.Marshal(string(genesis))
+	if err != nil {
+		return Blockchain{}, fmt.Errorf("blockchain %s genesis: %w", b.BlockchainID, err)
+	}
+	b.GenesisData = s
 	return b, nil
 }
 

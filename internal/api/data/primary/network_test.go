@@ -12,14 +12,14 @@ import (
 )
 
 type blockchainOut struct {
-	CreateBlockTimestamp int64   `json:"createBlockTimestamp"`
-	CreateBlockNumber    string  `json:"createBlockNumber"`
-	BlockchainID         string  `json:"blockchainId"`
-	VMID                 string  `json:"vmId"`
-	SubnetID             string  `json:"subnetId"`
-	BlockchainName       string  `json:"blockchainName"`
-	EVMChainID           *int64  `json:"evmChainId"`
-	GenesisData          *string `json:"genesisData"`
+	CreateBlockTimestamp int64           `json:"createBlockTimestamp"`
+	CreateBlockNumber    string          `json:"createBlockNumber"`
+	BlockchainID         string          `json:"blockchainId"`
+	VMID                 string          `json:"vmId"`
+	SubnetID             string          `json:"subnetId"`
+	BlockchainName       string          `json:"blockchainName"`
+	EVMChainID           *int64          `json:"evmChainId"`
+	GenesisData          json.RawMessage `json:"genesisData"`
 }
 
 // recordedChain is one chain of platform.getBlockchains.
