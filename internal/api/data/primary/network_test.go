@@ -611,6 +611,12 @@ func TestChainIDsForAddresses(t *testing.T) {
 				t.Errorf("%s: %v (P-chain activity in the workload: %v)", g.Address, g.BlockchainIDs, onP[g.Address])
 			}
 		}
+		// victor's key is never used (devnet-a README): no chain.
+		victor := "P-custom1lasmwzvd3hgx0v470hfsqnjccewysr6wptc0yw"
+		e.ok(t, "/v1/networks/testnet/addresses:listChainIds?addresses="+victor, &got)
+		if len(got.Addresses) != 1 || got.Addresses[0].Address != victor[2:] || len(got.Addresses[0].BlockchainIDs) != 0 {
+			t.Errorf("victor: %+v", got.Addresses)
+		}
 		e.fails(t, "/v1/networks/testnet/addresses:listChainIds", 400, "addresses", "required")
 		e.fails(t, "/v1/networks/testnet/addresses:listChainIds?addresses=foo", 400, "addresses", "foo")
 	})
