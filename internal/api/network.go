@@ -164,6 +164,14 @@ func (n *Network) Blockchain(idOrAlias string) (ChainRef, error) {
 			return c, nil
 		}
 	}
+	// The published document types blockchainId as an enum of ids and
+	// aliases: a value that is neither (q-chain, a typo) is a bad request;
+	// a well-formed id that is not a primary-network chain here is a 404.
+	if key == "" {
+		if _, err := ParseCB58ID(idOrAlias); err != nil {
+			return ChainRef{}, BadRequest(fmt.Sprintf("blockchainId must be a blockchain id or one of p-chain, x-chain, c-chain, got %q", truncate(idOrAlias)))
+		}
+	}
 	for _, k := range []string{"P", "X", "C"} {
 		if c, ok := n.Chain[k]; ok && c.BlockchainID == idOrAlias {
 			return c, nil

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -337,6 +339,63 @@ func checkProposers(t *testing.T, base string, wrappers map[string]map[int64]rec
 	return withDetails
 }
 
+// checkNodeBlocks lists the blocks of every proposer of the recorded
+// wrappers (listPrimaryNetworkBlocksByNodeId, three a page): exactly the
+// heights whose wrapper names the node, newest first.
+func checkNodeBlocks(t *testing.T, base string, wrappers map[string]map[int64]recordedWrapper) {
+	t.Helper()
+	for chain, alias := range map[string]string{"P": "p-chain", "X": "x-chain"} {
+		want := map[string][]int64{}
+		for h, w := range wrappers[chain] {
+			if w.want.Node != "" {
+				want[w.want.Node] = append(want[w.want.Node], h)
+			}
+		}
+		if len(want) < 2 {
+			t.Fatalf("%s: %d proposers recorded", chain, len(want))
+		}
+		want["NodeID-111111111111111111116DBWJs"] = nil // proposed nothing
+		for node, heights := range want {
+			sort.Slice(heights, func(i, j int) bool { return heights[i] > heights[j] })
+			first := base + "/v1/networks/testnet/blockchains/" + alias + "/nodes/" + node + "/blocks?pageSize=3"
+			var got []int64
+			for next := first; next != ""; {
+				resp, err := http.Get(next)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var page struct {
+					Blocks []struct {
+						BlockNumber     string    `json:"blockNumber"`
+						ProposerDetails *proposer `json:"proposerDetails"`
+					} `json:"blocks"`
+					NextPageToken string `json:"nextPageToken"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&page)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("GET %s: %d %v", next, resp.StatusCode, err)
+				}
+				for _, b := range page.Blocks {
+					var h int64
+					fmt.Sscan(b.BlockNumber, &h)
+					if b.ProposerDetails == nil || *b.ProposerDetails != wrappers[chain][h].want {
+						t.Errorf("%s %s block %d: proposerDetails %+v, want %+v", chain, node, h, b.ProposerDetails, wrappers[chain][h].want)
+					}
+					got = append(got, h)
+				}
+				next = ""
+				if page.NextPageToken != "" {
+					next = first + "&pageToken=" + url.QueryEscape(page.NextPageToken)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(heights) {
+				t.Errorf("%s blocks of %s: %v, the index's wrappers name it at %v", chain, node, got, heights)
+			}
+		}
+	}
+}
+
 // TestBlockIndexDevnetC ingests devnet-c through the node's index API as a
 // real node serves it (proposervm containers whose IDs leave out the
 // signature): every P and X block gets the proposer details the node's
@@ -387,6 +446,7 @@ func TestBlockIndexDevnetC(t *testing.T) {
 				if got["P"] != 63 || got["X"] != 57 {
 					t.Errorf("blocks with proposer details: %v", got)
 				}
+				checkNodeBlocks(t, s.base, wrappers)
 				for chain := range devnetCTips {
 					if st := chainStatus(t, s.db, chain); st.State != "indexing" || st.Notice != "" || st.Error != "" {
 						t.Errorf("%s status %+v", chain, st)

@@ -70,6 +70,38 @@ const cases = {
     { network: facts.network, blockchainId: "p-chain" },
     { network: facts.network, blockchainId: "x-chain" },
   ],
+  dataPrimaryNetworkGetNetworkDetails: [{ network: facts.network }],
+  dataPrimaryNetworkListBlockchains: [{ network: facts.network }, { network: facts.network, pageSize: 1, sortOrder: "desc" }],
+  dataPrimaryNetworkGetBlockchainById: [
+    { network: facts.network, blockchainId: network.blockchainIDs.C },
+    { network: facts.network, blockchainId: network.subnets.A.chainID },
+    { network: facts.network, blockchainId: network.subnets.B.chainID },
+    { network: facts.network, blockchainId: network.subnets.A.subnetID, expect: "error" },
+  ],
+  dataPrimaryNetworkListSubnets: [{ network: facts.network }, { network: facts.network, pageSize: 1 }],
+  dataPrimaryNetworkGetSubnetById: [
+    { network: facts.network, subnetId: network.subnets.A.subnetID },
+    { network: facts.network, subnetId: network.subnets.B.subnetID },
+    { network: facts.network, subnetId: network.blockchainIDs.X, expect: "error" },
+  ],
+  dataPrimaryNetworkGetChainIdsForAddresses: [{ network: facts.network, addresses: `${facts.pAddr},${facts.xAddr}` }],
+  dataPrimaryNetworkBlocksGet: [
+    { network: facts.network, blockchainId: "p-chain", blockId: facts.tips.P.blockID },
+    { network: facts.network, blockchainId: "p-chain", blockId: "0" },
+    { network: facts.network, blockchainId: "x-chain", blockId: String(facts.tips.X.height) },
+    { network: facts.network, blockchainId: "x-chain", blockId: String(facts.tips.X.height + 1), expect: "error" },
+  ],
+  dataPrimaryNetworkBlocksListByNodeId: [
+    { network: facts.network, blockchainId: "p-chain", nodeId: network.recordingNode },
+    { network: facts.network, blockchainId: "x-chain", nodeId: network.recordingNode },
+  ],
+  dataPrimaryNetworkGetAssetDetails: [
+    { network: facts.network, blockchainId: "x-chain", assetId: facts.avax },
+    ...Object.values(facts.assets).map((assetId) => ({ network: facts.network, blockchainId: "x-chain", assetId })),
+  ],
+  dataPrimaryNetworkVerticesListLatest: [{ network: facts.network, blockchainId: "x-chain" }],
+  dataPrimaryNetworkVerticesGetByHash: [{ network: facts.network, blockchainId: "x-chain", vertexHash: facts.tips.X.blockID, expect: "error" }],
+  dataPrimaryNetworkVerticesListByHeight: [{ network: facts.network, blockchainId: "x-chain", vertexHeight: 0 }],
   dataPrimaryNetworkGetValidatorDetails: [{ network: facts.network, nodeId: facts.stakers.alpha.nodeID }],
   dataPrimaryNetworkRewardsListHistoricalRewards: [{ network: facts.network, addresses: facts.pAddr }],
   dataPrimaryNetworkTransactionsListAssetTransactions: [
@@ -93,6 +125,19 @@ const cases = {
 const pending = {
   dataEvmChainsListAllLatestBlocks: "issue #18 (EVM parity)",
   dataEvmChainsListAllLatestTransactions: "issue #18 (EVM parity)",
+};
+// Known SDK quirks where the SDK's schema is stricter than the published
+// document: a response the SDK rejects only for such issues (every issue of
+// its validation error accepted here) passes; any other issue fails.
+const optionalEvmChainId = {
+  reason: "the SDK 0.13 requires Blockchain.evmChainId, which the published document leaves optional (chains without an EVM chain id: the X-chain, non-EVM subnet chains)",
+  accept: (issue) => issue.path.at(-1) === "evmChainId" && issue.code === "invalid_type" && issue.received === "undefined",
+};
+const quirks = {
+  dataPrimaryNetworkListBlockchains: optionalEvmChainId,
+  dataPrimaryNetworkGetBlockchainById: optionalEvmChainId,
+  dataPrimaryNetworkListSubnets: optionalEvmChainId,
+  dataPrimaryNetworkGetSubnetById: optionalEvmChainId,
 };
 const exceptions = {
   metricsChainsListNftHolders: "the SDK 0.13 schema types sortKey differently from the spec and the published document (see the spec's nfts:listHolders)",
@@ -143,6 +188,12 @@ async function call(name, req) {
     return res.value;
   }
   const e = res.error;
+  const issues = e?.name === "ResponseValidationError" ? e.cause?.issues : null;
+  if (expect === "ok" && quirks[name] && issues?.length && issues.every(quirks[name].accept)) {
+    passed++;
+    console.log(`ok   ${label} (SDK quirk: ${quirks[name].reason}; ${issues.length} such issues)`);
+    return null;
+  }
   if (expect === "error" && errorTypes.has(e?.name)) {
     passed++;
     console.log(`ok   ${label} -> ${e.name}`);

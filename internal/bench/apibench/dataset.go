@@ -19,7 +19,7 @@ import (
 
 // Version names the dataset layout: a change of the generator bumps it, so
 // stale caches are regenerated rather than reused.
-const Version = "v1"
+const Version = "v2"
 
 // Config sizes a dataset.
 type Config struct {
@@ -36,19 +36,20 @@ type Config struct {
 	PTxs        int
 	Nodes       int
 	TxsPerBlock int // P and X txs per block
+	Subnets     int // subnets created on the P-chain, with 1 to 3 chains each
 }
 
 // FullConfig is the benchmark's dataset: at least one million EVM transfers
 // and one million UTXOs.
 func FullConfig() Config {
 	return Config{Seed: 1, EVMBlocks: 70_000, TxPerBlock: 20, Addresses: 10_000, XTxs: 400_000, PTxs: 80_000,
-		Nodes: 400, TxsPerBlock: 10}
+		Nodes: 400, TxsPerBlock: 10, Subnets: 2000}
 }
 
 // SmokeConfig is a tiny dataset of the same shape (tests).
 func SmokeConfig() Config {
 	return Config{Seed: 1, EVMBlocks: 150, TxPerBlock: 20, Addresses: 200, XTxs: 1500, PTxs: 400, Nodes: 12,
-		TxsPerBlock: 10}
+		TxsPerBlock: 10, Subnets: 30}
 }
 
 // Manifest records what a dataset holds: its sizes, for the report, and the
@@ -94,6 +95,11 @@ type Manifest struct {
 	ICMMessageIDs  []string
 	ICMAddresses   []string
 	ICMRemoteChain string // cb58 id of a remote chain messages go to
+	XBlocks        int64  // heights 0..XBlocks-1
+	PBlocks        int64
+	ProposerNodes  []string // nodes proposing many blocks (first) to few (last)
+	SubnetIDs      []string
+	ChainIDs       []string // one chain of each subnet
 }
 
 func readManifest(dir string) (*Manifest, error) {

@@ -132,7 +132,12 @@ func (g *generator) generatePrimary(ctx context.Context) error {
 	if err := p.pChain(ctx, pc); err != nil {
 		return err
 	}
+	if err := p.subnets(ctx, pc); err != nil {
+		return err
+	}
 	g.m.XTxCount, g.m.PTxCount = x.txCount, pc.txCount
+	g.m.XBlocks, g.m.PBlocks = x.height+1, pc.height+1
+	g.m.ProposerNodes = []string{nodeIDOf(0), nodeIDOf(1), nodeIDOf(g.cfg.Nodes / 4), nodeIDOf(g.cfg.Nodes - 1)}
 	g.m.XHotAddresses, g.m.XColdAddresses = p.hotCold(x)
 	g.m.PHotAddresses, g.m.PColdAddresses = p.hotCold(pc)
 	return nil
@@ -213,21 +218,25 @@ func blockID(c *chain) ids.ID {
 // blocksPerTx blocks.
 func (c *chain) closeBlock(ctx context.Context) error {
 	js, _ := json.Marshal(c.txIDs)
+	pid, ppid, pnode := c.proposer()
 	var err error
 	if c.key == "X" {
 		_, err = c.tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
-			tx_count, tx_ids, size_bytes) VALUES ('X',$1,$2,$3,$4,$5,$6,$7,$8)`,
-			c.height, c.blockID.String(), c.parent.String(), c.time, "StandardBlock", len(c.txIDs), string(js), c.size)
+			tx_count, tx_ids, size_bytes, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp)
+			VALUES ('X',$1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13)`,
+			c.height, c.blockID.String(), c.parent.String(), c.time, "StandardBlock", len(c.txIDs), string(js), c.size,
+			pid, ppid, pnode, c.height/2, c.time)
 	} else {
 		typ := "BanffStandardBlock"
 		if c.reward {
 			typ = "BanffProposalBlock"
 		}
 		_, err = c.tx.Exec(ctx, `INSERT INTO px_blocks (chain_key, height, block_id, parent_id, timestamp, block_type,
-			tx_count, tx_ids, size_bytes, current_supply, l1_validators_accrued_fees, active_l1_validators)
-			VALUES ('P',$1,$2,$3,$4,$5,$6,$7,$8,$9,0,0)`,
+			tx_count, tx_ids, size_bytes, current_supply, l1_validators_accrued_fees, active_l1_validators,
+			proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp)
+			VALUES ('P',$1,$2,$3,$4,$5,$6,$7,$8,$9,0,0,$10,$11,$12,$13,$14)`,
 			c.height, c.blockID.String(), c.parent.String(), c.time, typ, len(c.txIDs), string(js), c.size,
-			"460000000000000000")
+			"460000000000000000", pid, ppid, pnode, max(0, c.height-1), c.time)
 	}
 	if err != nil {
 		return fmt.Errorf("put %s block %d: %w", c.key, c.height, err)
@@ -239,6 +248,25 @@ func (c *chain) closeBlock(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// proposer gives the block's proposervm wrapper: its id, its parent's and
+// the proposing node, derived from the height (as blockID) so the
+// generator's random stream does not depend on it. Proposers are skewed
+// towards the first nodes (exponentially, as stake-weighted windows favour
+// the heaviest validators); the genesis block has none.
+func (c *chain) proposer() (id, parent, node string) {
+	if c.height == 0 {
+		return "", "", ""
+	}
+	wrapper := func(h int64) string {
+		var w ids.ID
+		rand.New(rand.NewSource(h*37 + int64(c.key[0])<<44)).Read(w[:])
+		return w.String()
+	}
+	r := rand.New(rand.NewSource(c.height*53 + int64(c.key[0])<<48))
+	n := int(r.ExpFloat64()*float64(c.g.cfg.Nodes)/8) % c.g.cfg.Nodes
+	return wrapper(c.height), wrapper(c.height - 1), nodeIDOf(n)
 }
 
 func (c *chain) commit(ctx context.Context) error {
@@ -658,7 +686,10 @@ func (p *primaryGen) pChain(ctx context.Context, c *chain) error {
 	return tx.Commit()
 }
 
-func (p *primaryGen) nodeID(i int) string {
+func (p *primaryGen) nodeID(i int) string { return nodeIDOf(i) }
+
+// nodeIDOf is the node id of node index i.
+func nodeIDOf(i int) string {
 	var b [20]byte
 	rand.New(rand.NewSource(int64(i) + 1e6)).Read(b[:])
 	return ids.NodeID(b).String()
@@ -878,4 +909,75 @@ func (p *primaryGen) putRewards(ctx context.Context, c *chain, s *staker, outs [
 		return err
 	}
 	return nil
+}
+
+// subnets writes the subnets and blockchains (p_subnets, p_blockchains, as
+// internal/decode/pchain does): the primary network with the X- and
+// C-chains of the genesis, then cfg.Subnets subnets created over the
+// P-chain's span, each with one to three chains (an EVM genesis for most),
+// a tenth of them converted to L1s. Derived from their index, apart from
+// the random stream.
+func (p *primaryGen) subnets(ctx context.Context, pc *chain) error {
+	tx, err := p.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	put := func(id, created string, height, t int64, threshold int, owners, conv, mgr, mgrAddr string) error {
+		_, err := tx.Exec(ctx, `INSERT INTO p_subnets (subnet_id, created_tx_id, created_height, created_time, owner_threshold,
+			owner_locktime, owner_addresses, owner_height, conversion_tx_id, conversion_id, manager_chain_id, manager_address,
+			converted_height, converted_time) VALUES ($1,$2,$3,$4,$5,0,$6,$3,$7,$7,$8,$9,$10,$11)`,
+			id, created, height, t, threshold, owners, conv, mgr, mgrAddr, map[bool]int64{true: height, false: -1}[conv != ""], map[bool]int64{true: t, false: 0}[conv != ""])
+		if err != nil {
+			return fmt.Errorf("put subnet %s: %w", id, err)
+		}
+		return nil
+	}
+	chainRow := func(id, name, subnet string, genesis []byte, height, t int64) error {
+		_, err := tx.Exec(ctx, `INSERT INTO p_blockchains (blockchain_id, name, subnet_id, vm_id, fx_ids, genesis_data,
+			created_height, created_time) VALUES ($1,$2,$3,$4,'[]',$5,$6,$7)`, id, name, subnet, ids.Empty.Prefix(uint64(len(name))).String(), genesis, height, t)
+		if err != nil {
+			return fmt.Errorf("put blockchain %s: %w", id, err)
+		}
+		return nil
+	}
+	if err := put(ids.Empty.String(), "", 0, genesisTime, 0, "[]", "", "", ""); err != nil {
+		return err
+	}
+	if err := chainRow(p.m.XBlockchainID, "X-Chain", ids.Empty.String(), []byte{0, 0, 1}, 0, genesisTime); err != nil {
+		return err
+	}
+	if err := chainRow(p.m.CBlockchainID, "C-Chain", ids.Empty.String(), []byte(`{"config":{"chainId":43114},"gasLimit":"0x5f5e100"}`), 0, genesisTime); err != nil {
+		return err
+	}
+	idOf := func(kind string, i int) string {
+		var id ids.ID
+		rand.New(rand.NewSource(int64(i)*7 + int64(kind[0])<<40)).Read(id[:])
+		return id.String()
+	}
+	for i := 0; i < p.cfg.Subnets; i++ {
+		height := 1 + int64(i)*max(1, pc.height-1)/int64(max(1, p.cfg.Subnets))
+		t := genesisTime + height*pc.step
+		owners, _ := json.Marshal([]string{p.bech[i%len(p.bech)], p.bech[(i*7+1)%len(p.bech)]})
+		id, conv, mgr, addr := idOf("s", i), "", "", ""
+		chains := 1 + i%3
+		if i%10 == 0 {
+			conv, mgr, addr = idOf("v", i), idOf("c", i*3), "0x0200000000000000000000000000000000000005"
+		}
+		if err := put(id, id, height, t, 1+i%2, string(owners), conv, mgr, addr); err != nil {
+			return err
+		}
+		for k := 0; k < chains; k++ {
+			genesis := []byte(fmt.Sprintf(`{"config":{"chainId":%d},"gasLimit":"0x7a1200","alloc":{}}`, 100_000+i*3+k))
+			if k == 2 {
+				genesis = []byte{0, 1, 2, 3}
+			}
+			if err := chainRow(idOf("c", i*3+k), fmt.Sprintf("chain%d", i*3+k), id, genesis, height, t); err != nil {
+				return err
+			}
+		}
+		p.m.SubnetIDs = append(p.m.SubnetIDs, id)
+		p.m.ChainIDs = append(p.m.ChainIDs, idOf("c", i*3))
+	}
+	return tx.Commit()
 }

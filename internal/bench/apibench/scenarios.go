@@ -148,6 +148,37 @@ func Scenarios(m *Manifest) []Scenario {
 			return net + "/validators/" + pick(r, 0.5, m.HotNodes, m.ColdNodes) +
 				q("validationStatus", maybe(r, 0.3, oneOf(r, "completed", "active")), "sortOrder", maybe(r, 0.2, "asc"))
 		}),
+		// Network, chains, subnets, blocks and assets (issue 17, part A).
+		get("primary.network", func(r *rand.Rand) string { return net }),
+		list("primary.blockchains", func(r *rand.Rand) string {
+			return net + "/blockchains" + q("pageSize", pageSize(r, "10", "100", "1000"), "sortOrder", maybe(r, 0.3, "desc"))
+		}),
+		get("primary.blockchain", func(r *rand.Rand) string {
+			return net + "/blockchains/" + oneOf(r, m.ChainIDs...)
+		}),
+		list("primary.subnets", func(r *rand.Rand) string {
+			return net + "/subnets" + q("pageSize", pageSize(r, "10", "100", "1000"), "sortOrder", maybe(r, 0.3, "desc"))
+		}),
+		get("primary.subnet", func(r *rand.Rand) string {
+			return net + "/subnets/" + oneOf(r, m.SubnetIDs...)
+		}),
+		get("primary.block", func(r *rand.Rand) string {
+			alias, n := "p-chain", m.PBlocks
+			if r.Intn(2) == 0 {
+				alias, n = "x-chain", m.XBlocks
+			}
+			return net + "/blockchains/" + alias + "/blocks/" + fmt.Sprint(r.Int63n(n))
+		}),
+		list("primary.nodeBlocks", func(r *rand.Rand) string {
+			return net + "/blockchains/" + oneOf(r, "p-chain", "x-chain") + "/nodes/" + pick(r, 0.5, m.ProposerNodes[:2], m.ProposerNodes) +
+				"/blocks" + q("pageSize", pageSize(r, "10", "25", "100"))
+		}),
+		get("primary.asset", func(r *rand.Rand) string {
+			return net + "/blockchains/x-chain/assets/" + oneOf(r, append([]string{m.AvaxAssetID}, m.OtherAssetIDs...)...)
+		}),
+		get("primary.chainIds", func(r *rand.Rand) string {
+			return net + "/addresses:listChainIds" + q("addresses", pick(r, 0.4, m.XHotAddresses, m.PColdAddresses)+","+pick(r, 0.4, m.PHotAddresses, m.XColdAddresses))
+		}),
 		get("evm.chains", func(r *rand.Rand) string {
 			return oneOf(r, "/v1/chains", chain)
 		}),

@@ -1,7 +1,9 @@
 package primary
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -67,17 +69,32 @@ func timeRange(p *api.Params) (lo, hi int64) {
 }
 
 func (h *handlers) listBlocks(r *http.Request) (any, error) {
-	q, err := h.begin(r, true)
+	return h.blocks(r, routeBlocks, "")
+}
+
+// listBlocksByNodeID answers listPrimaryNetworkBlocksByNodeId: the blocks
+// the node proposed (proposerDetails, from the node's index API), newest
+// first. A node that proposed none, or blocks indexed without proposer
+// details, give an empty list.
+func (h *handlers) listBlocksByNodeID(r *http.Request) (any, error) {
+	nodeID := r.PathValue("nodeId")
+	if _, err := api.ParseNodeID(nodeID); err != nil {
+		return nil, api.BadRequest("nodeId: " + err.Error())
+	}
+	return h.blocks(r, routeNodeBlocks, nodeID)
+}
+
+// blocks lists the P or X blocks of the request, newest first; when nodeID
+// is set only those it proposed.
+func (h *handlers) blocks(r *http.Request, route, nodeID string) (any, error) {
+	q, err := h.pxChain(r)
 	if err != nil {
 		return nil, err
-	}
-	if q.chain.Key != "P" && q.chain.Key != "X" {
-		return nil, api.BadRequest(fmt.Sprintf("blockchainId: blocks are listed for the P-chain and the X-chain; %s is the C-chain, an EVM chain (its blocks are EVM blocks)", short(r.PathValue("blockchainId"))))
 	}
 	size := q.p.PageSize(defaultPageSize, 1, maxPageSize)
 	lo, hi := timeRange(q.p)
 	var cur blockCursor
-	has, err := h.decodeCursor(q, routeBlocks, &cur)
+	has, err := h.decodeCursor(q, route, &cur)
 	if err != nil {
 		return nil, err
 	}
@@ -98,9 +115,11 @@ func (h *handlers) listBlocks(r *http.Request) (any, error) {
 		where += ` AND timestamp <= $3`
 		args = append(args, hi)
 	}
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT height, block_id, parent_id, timestamp, block_type, tx_count, tx_ids,
-		size_bytes, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp,
-		current_supply, l1_validators_accrued_fees, active_l1_validators
+	if nodeID != "" {
+		args = append(args, nodeID)
+		where += ` AND proposer_node_id = $` + strconv.Itoa(len(args))
+	}
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT `+blockColumns+`
 		FROM px_blocks WHERE `+where+` ORDER BY timestamp DESC, height DESC LIMIT `+strconv.Itoa(size+1), args...)
 	if err != nil {
 		return nil, fmt.Errorf("list blocks: %w", err)
@@ -108,39 +127,14 @@ func (h *handlers) listBlocks(r *http.Request) (any, error) {
 	defer rows.Close()
 	out := ListBlocksResponse{Blocks: []Block{}, ChainInfo: ChainInfo{ChainName: chainName(q.chain.Key), Network: q.network}}
 	for rows.Next() {
-		var (
-			b                      Block
-			height                 int64
-			txIDs, supply          string
-			pid, ppid, pnode       string
-			pheight, ptime, accrue int64
-			active                 int64
-		)
-		if err := rows.Scan(&height, &b.BlockHash, &b.ParentHash, &b.BlockTimestamp, &b.BlockType, &b.TxCount, &txIDs,
-			&b.BlockSizeBytes, &pid, &ppid, &pnode, &pheight, &ptime, &supply, &accrue, &active); err != nil {
-			return nil, fmt.Errorf("list blocks: %w", err)
+		b, err := scanBlock(rows, q.chain.Key)
+		if err != nil {
+			return nil, err
 		}
 		if len(out.Blocks) == size {
 			last := out.Blocks[size-1]
-			out.NextPageToken = h.encodeCursor(q, routeBlocks, blockCursor{T: last.BlockTimestamp, H: mustInt(last.BlockNumber)})
+			out.NextPageToken = h.encodeCursor(q, route, blockCursor{T: last.BlockTimestamp, H: mustInt(last.BlockNumber)})
 			break
-		}
-		b.BlockNumber = strconv.FormatInt(height, 10)
-		if err := json.Unmarshal([]byte(txIDs), &b.Transactions); err != nil {
-			return nil, fmt.Errorf("block %d tx ids: %w", height, err)
-		}
-		if b.Transactions == nil {
-			b.Transactions = []string{}
-		}
-		if q.chain.Key == "P" {
-			b.L1ValidatorsAccruedFees, b.ActiveL1Validators = &accrue, &active
-			if supply != "" {
-				b.CurrentSupply = unpad(supply)
-			}
-		}
-		if pid != "" {
-			b.ProposerDetails = &ProposerDetails{ProposerID: pid, ProposerParentID: ppid, ProposerNodeID: pnode,
-				ProposerPChainHeight: pheight, ProposerTimestamp: ptime}
 		}
 		out.Blocks = append(out.Blocks, b)
 	}
@@ -148,6 +142,93 @@ func (h *handlers) listBlocks(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("list blocks: %w", err)
 	}
 	return out, nil
+}
+
+// blockColumns are the px_blocks columns scanBlock reads, in its order.
+const blockColumns = `height, block_id, parent_id, timestamp, block_type, tx_count, tx_ids,
+		size_bytes, proposer_id, proposer_parent_id, proposer_node_id, proposer_p_height, proposer_timestamp,
+		current_supply, l1_validators_accrued_fees, active_l1_validators`
+
+// scanBlock reads one px_blocks row (blockColumns) of chain P or X.
+func scanBlock(rows interface{ Scan(...any) error }, chainKey string) (Block, error) {
+	var (
+		b                      Block
+		height                 int64
+		txIDs, supply          string
+		pid, ppid, pnode       string
+		pheight, ptime, accrue int64
+		active                 int64
+	)
+	if err := rows.Scan(&height, &b.BlockHash, &b.ParentHash, &b.BlockTimestamp, &b.BlockType, &b.TxCount, &txIDs,
+		&b.BlockSizeBytes, &pid, &ppid, &pnode, &pheight, &ptime, &supply, &accrue, &active); err != nil {
+		return Block{}, fmt.Errorf("read block: %w", err)
+	}
+	b.BlockNumber = strconv.FormatInt(height, 10)
+	if err := json.Unmarshal([]byte(txIDs), &b.Transactions); err != nil {
+		return Block{}, fmt.Errorf("block %d tx ids: %w", height, err)
+	}
+	if b.Transactions == nil {
+		b.Transactions = []string{}
+	}
+	if chainKey == "P" {
+		b.L1ValidatorsAccruedFees, b.ActiveL1Validators = &accrue, &active
+		if supply != "" {
+			b.CurrentSupply = unpad(supply)
+		}
+	}
+	if pid != "" {
+		b.ProposerDetails = &ProposerDetails{ProposerID: pid, ProposerParentID: ppid, ProposerNodeID: pnode,
+			ProposerPChainHeight: pheight, ProposerTimestamp: ptime}
+	}
+	return b, nil
+}
+
+// pxChain resolves the request's chain and requires the P- or X-chain
+// (blocks of the C-chain are EVM blocks).
+func (h *handlers) pxChain(r *http.Request) (*request, error) {
+	q, err := h.begin(r, true)
+	if err != nil {
+		return nil, err
+	}
+	if q.chain.Key != "P" && q.chain.Key != "X" {
+		return nil, api.BadRequest(fmt.Sprintf("blockchainId: blocks are listed for the P-chain and the X-chain; %s is the C-chain, an EVM chain (its blocks are EVM blocks)", short(r.PathValue("blockchainId"))))
+	}
+	return q, nil
+}
+
+// getBlockByID answers getBlockById: a P or X block by height or by ID.
+func (h *handlers) getBlockByID(r *http.Request) (any, error) {
+	q, err := h.pxChain(r)
+	if err != nil {
+		return nil, err
+	}
+	id := r.PathValue("blockId")
+	where, arg := "", any(nil)
+	if n, err := strconv.ParseUint(id, 10, 63); err == nil {
+		where, arg = "height = $2", int64(n)
+	} else if _, err := api.ParseCB58ID(id); err == nil {
+		where, arg = "block_id = $2", id
+	} else {
+		return nil, api.BadRequest(fmt.Sprintf("blockId must be a block height (a decimal integer) or a block id (cb58), got %q", short(id)))
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, q.chain.Key); err != nil {
+		return nil, err
+	}
+	b, err := scanBlock(h.d.DB.QueryRowContext(ctx, `SELECT `+blockColumns+` FROM px_blocks WHERE chain_key = $1 AND `+where,
+		q.chain.Key, arg), q.chain.Key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, api.NotFound("blockId: %s is not a block of the %s of network %s", short(id), chainTitle(q.chain.Key), q.network)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// chainTitle names a primary-network chain in messages.
+func chainTitle(key string) string {
+	return key + "-chain"
 }
 
 // mustInt reads a decimal this package formatted.

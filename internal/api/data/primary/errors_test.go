@@ -45,7 +45,8 @@ func TestBadInput(t *testing.T) {
 			{"/v1/networks/mainnet/blockchains/p-chain/blocks", 404, []string{"mainnet", "not indexed"}},
 			{"/v1/networks/mainnet/rewards?nodeIds=" + alpha, 404, []string{"mainnet"}},
 			{"/v1/networks/mainnet/validators/" + alpha, 404, []string{"mainnet"}},
-			{"/v1/networks/testnet/blockchains/q-chain/blocks", 404, []string{"q-chain"}},
+			{"/v1/networks/testnet/blockchains/q-chain/blocks", 400, []string{"blockchainId", "q-chain"}},
+			{"/v1/networks/testnet/blockchains/q-chain/utxos?addresses=" + alice, 400, []string{"blockchainId", "q-chain"}},
 			{"/v1/networks/testnet/blockchains/" + e.net.Subnets["A"].SubnetID + "/utxos?addresses=" + alice, 404, []string{"blockchain"}},
 			{"/v1/networks/testnet/blockchains/c-chain/blocks", 400, []string{"blockchainId", "C-chain"}},
 			{"/v1/networks/testnet/blockchains/p-chain/assets/" + avax + "/transactions", 400, []string{"blockchainId", "X-chain"}},
@@ -93,6 +94,14 @@ func TestBadInput(t *testing.T) {
 				cases = append(cases, c{with(l, "pageToken="+v), 400, []string{"pageToken"}})
 			}
 		}
+		// The network-wide listings take up to 10000 a page.
+		for _, l := range []string{"/v1/networks/testnet/blockchains", "/v1/networks/testnet/subnets"} {
+			for _, v := range []string{"0", "10001", "-1", "abc"} {
+				cases = append(cases, c{with(l, "pageSize="+v), 400, []string{"pageSize"}})
+			}
+			cases = append(cases, c{with(l, "pageToken=garbage"), 400, []string{"pageToken"}},
+				c{with(l, "sortOrder=newest"), 400, []string{"sortOrder"}})
+		}
 		for _, l := range []string{blocks, assetTxs} {
 			for _, p := range []string{"startTimestamp=-1", "endTimestamp=-5", "startTimestamp=x", "endTimestamp=1.5", "startTimestamp=10&endTimestamp=5"} {
 				name := strings.SplitN(p, "=", 2)[0]
@@ -119,6 +128,8 @@ func TestPageTokensBound(t *testing.T) {
 			{"/v1/networks/testnet/blockchains/x-chain/assets/" + e.net.AvaxAssetID + "/transactions?pageSize=1", "/v1/networks/testnet/blockchains/x-chain/assets/" + e.net.CreatedAssets["nft_DART"] + "/transactions?pageSize=1"},
 			{"/v1/networks/testnet/rewards?pageSize=1&nodeIds=" + e.net.Stakers["alpha"].NodeID, "/v1/networks/testnet/rewards?pageSize=1&sortOrder=asc&nodeIds=" + e.net.Stakers["alpha"].NodeID},
 			{"/v1/networks/testnet/validators/NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8?pageSize=1", "/v1/networks/testnet/validators/NodeID-G7oukoeZdnw9yNpwJBgso24HiJntdGXZP?pageSize=1"},
+			{"/v1/networks/testnet/blockchains?pageSize=1", "/v1/networks/testnet/blockchains?pageSize=1&sortOrder=desc"},
+			{"/v1/networks/testnet/subnets?pageSize=1", "/v1/networks/testnet/blockchains?pageSize=1"},
 			// another endpoint
 			{"/v1/networks/testnet/blockchains/p-chain/blocks?pageSize=2", "/v1/networks/testnet/validators/NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8?pageSize=1"},
 		} {

@@ -57,11 +57,15 @@ const (
 
 // Route names bind page tokens to their endpoint.
 const (
-	routeAssetTxs   = "primary.assetTransactions"
-	routeUTXOs      = "primary.utxos"
-	routeBlocks     = "primary.blocks"
-	routeRewards    = "primary.rewards"
-	routeValidators = "primary.validators"
+	routeAssetTxs    = "primary.assetTransactions"
+	routeUTXOs       = "primary.utxos"
+	routeBlocks      = "primary.blocks"
+	routeRewards     = "primary.rewards"
+	routeValidators  = "primary.validators"
+	routeNodeBlocks  = "primary.nodeBlocks"
+	routeVertices    = "primary.vertices"
+	routeBlockchains = "primary.blockchains"
+	routeSubnets     = "primary.subnets"
 )
 
 // Register adds the primary-network routes to mux, with the published
@@ -83,6 +87,19 @@ func Register(mux *api.Mux, d Deps) {
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/blocks", medium, h.listBlocks},
 		{"GET /v1/networks/{network}/rewards", xl, h.listRewards},
 		{"GET /v1/networks/{network}/validators/{nodeId}", medium, h.listValidatorDetails},
+		// Network, chains, blocks, assets and vertices (network.go, blocks.go, xchain.go).
+		{"GET /v1/networks/{network}", xl, h.getNetworkDetails},
+		{"GET /v1/networks/{network}/blockchains", medium, h.listBlockchains},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}", medium, h.getBlockchainByID},
+		{"GET /v1/networks/{network}/subnets", medium, h.listSubnets},
+		{"GET /v1/networks/{network}/subnets/{subnetId}", medium, h.getSubnetByID},
+		{"GET /v1/networks/{network}/addresses:listChainIds", xl, h.getChainIDsForAddresses},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/blocks/{blockId}", xl, h.getBlockByID},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/nodes/{nodeId}/blocks", medium, h.listBlocksByNodeID},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/assets/{assetId}", xl, h.getAssetDetails},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices", medium, h.listVertices(false)},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices/{vertexHash}", medium, h.getVertexByHash},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices:listByHeight", medium, h.listVertices(true)},
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}
