@@ -50,8 +50,8 @@ const contractCols = `address, creation_kind, tx_hash, deployer_address, deploye
 // contractRow is one evm_contracts row as ContractMetadata shows it.
 type contractRow struct {
 	address, kind, txHash, deployer, deployerContract, ercType string
-	name, symbol                                                sql.NullString
-	decimals                                                    sql.NullInt64
+	name, symbol                                               sql.NullString
+	decimals                                                   sql.NullInt64
 }
 
 func (c *contractRow) dest() []any {
