@@ -19,7 +19,7 @@ import (
 
 // Version names the dataset layout: a change of the generator bumps it, so
 // stale caches are regenerated rather than reused.
-const Version = "v1"
+const Version = "v2"
 
 // Config sizes a dataset.
 type Config struct {
@@ -94,6 +94,12 @@ type Manifest struct {
 	ICMMessageIDs  []string
 	ICMAddresses   []string
 	ICMRemoteChain string // cb58 id of a remote chain messages go to
+
+	// Sampled from the database when a dataset is opened (SampleEVM), not
+	// kept in the manifest: the by-hash lookups' keys.
+	EVMTxHashes    []string `json:"-"`
+	EVMBlockHashes []string `json:"-"`
+	EVMDeployers   []string `json:"-"`
 }
 
 func readManifest(dir string) (*Manifest, error) {

@@ -48,10 +48,10 @@ func recordedTxDetails(t *testing.T, e *env) map[string]recordedTx {
 }
 
 type transferDetail struct {
-	From     addrInfo    `json:"from"`
-	To       addrInfo    `json:"to"`
-	LogIndex json.Number `json:"logIndex"`
-	Value    *string     `json:"value"`
+	From         addrInfo        `json:"from"`
+	To           addrInfo        `json:"to"`
+	LogIndex     json.Number     `json:"logIndex"`
+	Value        *string         `json:"value"`
 	Erc20Token   json.RawMessage `json:"erc20Token"`
 	Erc721Token  json.RawMessage `json:"erc721Token"`
 	Erc1155Token json.RawMessage `json:"erc1155Token"`
