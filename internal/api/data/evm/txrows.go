@@ -50,7 +50,7 @@ func scanTx(rows interface{ Scan(...any) error }, chain api.ChainRef, extra ...a
 	t.TxStatus = strconv.FormatInt(status, 10)
 	t.GasLimit, t.GasUsed, t.GasPrice = strconv.FormatInt(gasLimit, 10), strconv.FormatInt(gasUsed, 10), gasPrice
 	t.Nonce = strconv.FormatInt(nonce, 10)
-	t.Method = Method{CallType: callType(to, contract.Valid), MethodHash: methodID, MethodName: knownMethods[methodID]}
+	t.Method = txMethod(callType(to, contract.Valid), methodID)
 	t.To.Address = to
 	if to == "" {
 		// A creation's recipient is the contract it created (the
@@ -64,6 +64,20 @@ func scanTx(rows interface{ Scan(...any) error }, chain api.ChainRef, extra ...a
 		}
 	}
 	return t, k, nil
+}
+
+// txMethod is a transaction's Method as the published document describes
+// it: the selector and, for the standard interfaces, its signature only for
+// a contract call; "Native Transfer" and "Contract Created" name the others
+// (a creation's input starts with init code, not a selector).
+func txMethod(callType, methodID string) Method {
+	switch callType {
+	case CallContractCall:
+		return Method{CallType: callType, MethodHash: methodID, MethodName: knownMethods[methodID]}
+	case CallContractCreation:
+		return Method{CallType: callType, MethodName: "Contract Created"}
+	}
+	return Method{CallType: callType, MethodName: "Native Transfer"}
 }
 
 // txsByKey reads the transactions at keys (at most a page) of chain.
