@@ -57,22 +57,22 @@ func (h *handlers) getDeployment(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	var kind, txHash, deployerContract string
+	var c contractRow
 	var block int64
-	err = h.d.DB.QueryRowContext(ctx, `SELECT creation_kind, tx_hash, deployer_contract_address, block_number
-		FROM evm_contracts WHERE chain_key = $1 AND address = $2`, q.chain.Key, q.addr).Scan(&kind, &txHash, &deployerContract, &block)
+	err = h.d.DB.QueryRowContext(ctx, `SELECT `+contractCols+`, block_number
+		FROM evm_contracts WHERE chain_key = $1 AND address = $2`, q.chain.Key, q.addr).Scan(append(c.dest(), &block)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, api.NotFound("address %s is not a contract indexed on chain %s", q.addr, q.chain.EVMChainID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("contract %s: %w", q.addr, err)
 	}
-	// The same rule as getContract's deploymentDetails.
-	if kind != "tx" && deployerContract == "" || block > q.tip {
+	// The deployments getContractMetadata shows (deploymentDetails).
+	if !c.hasDeployment() || block > q.tip {
 		return nil, api.NotFound("the deployment of contract %s on chain %s is not indexed (it was created inside another contract, or at genesis)", q.addr, q.chain.EVMChainID)
 	}
-	return h.txDetail(ctx, q, currency, "t.hash = @hash AND t.block_number = @block", map[string]any{"hash": store.Hex(txHash), "block": block}, func() error {
-		return api.NotFound("the deployment transaction %s of contract %s is not indexed on chain %s", txHash, q.addr, q.chain.EVMChainID)
+	return h.txDetail(ctx, q, currency, "t.hash = @hash AND t.block_number = @block", map[string]any{"hash": store.Hex(c.txHash), "block": block}, func() error {
+		return api.NotFound("the deployment transaction %s of contract %s is not indexed on chain %s", c.txHash, q.addr, q.chain.EVMChainID)
 	})
 }
 
