@@ -41,6 +41,10 @@ const facts = {
   contracts: network.cChainContracts,
   stakers: network.stakers,
   tips: network.tips,
+  // EVM txs of the workload: a transfer, a contract creation, a call.
+  evmTx: first((w) => w.chain === "C" && w.type === "Transfer").txID,
+  creation: first((w) => w.chain === "C" && w.type === "ContractCreation"),
+  call: first((w) => w.chain === "C" && String(w.type).startsWith("ContractCall:")).txID,
 };
 const c = facts.contracts;
 
@@ -58,6 +62,39 @@ const cases = {
   dataEvmAddressBalancesListErc1155: [{ chainId: facts.chainId, address: facts.cAddr }],
   dataEvmAddressBalancesListCollectibles: [{ chainId: facts.chainId, address: facts.cAddr }],
   dataEvmAddressTransactionsListNative: [{ chainId: facts.chainId, address: facts.cAddr }],
+  dataEvmAddressTransactionsList: [
+    { chainId: facts.chainId, address: facts.cAddr, pageSize: 2 },
+    { chainId: facts.chainId, address: c.erc1155, sortOrder: "asc", startBlock: 1, endBlock: 40 },
+    { chainId: facts.chainId, address: "0x12", expect: "error" },
+  ],
+  dataEvmAddressTransactionsListErc20: [{ chainId: facts.chainId, address: facts.cAddr, pageSize: 1 }],
+  dataEvmAddressTransactionsListErc721: [{ chainId: facts.chainId, address: facts.cAddr }],
+  dataEvmAddressTransactionsListErc1155: [{ chainId: facts.chainId, address: facts.cAddr }],
+  dataEvmAddressContractsListDeployments: [{ chainId: facts.chainId, address: facts.creation.addresses?.[0] ?? facts.cAddr, pageSize: 1 }],
+  dataEvmContractsGetDeploymentTransaction: [
+    { chainId: facts.chainId, address: facts.creation.extra.contractAddress },
+    { chainId: facts.chainId, address: facts.cAddr, expect: "error" },
+  ],
+  dataEvmAddressChainsList: [{ address: facts.cAddr }, { address: "0x" + "00".repeat(19) + "01" }],
+  dataEvmBlocksListLatest: [{ chainId: facts.chainId, pageSize: 3 }],
+  dataEvmBlocksListLatestAllChains: [{ pageSize: 3 }, { network: facts.network }],
+  dataEvmBlocksGet: [
+    { chainId: facts.chainId, blockId: String(facts.tips.C.height) },
+    { chainId: facts.chainId, blockId: facts.tips.C.blockHash },
+    { chainId: facts.chainId, blockId: "nope", expect: "error" },
+    { chainId: facts.chainId, blockId: "100000", expect: "error" },
+  ],
+  dataEvmBlocksListTransactions: [{ chainId: facts.chainId, blockId: String(facts.tips.C.height), pageSize: 2 }],
+  dataEvmChainsListAllLatestBlocks: [{ pageSize: 4 }],
+  dataEvmChainsListAllLatestTransactions: [{ pageSize: 4 }, { status: "failed" }],
+  dataEvmTransactionsListLatest: [{ chainId: facts.chainId, pageSize: 3 }, { chainId: facts.chainId, status: "success" }],
+  dataEvmTransactionsListLatestAllChains: [{ pageSize: 3 }, { network: facts.network, status: "failed" }],
+  dataEvmTransactionsGet: [
+    { chainId: facts.chainId, txHash: facts.evmTx },
+    { chainId: facts.chainId, txHash: facts.creation.txID },
+    { chainId: facts.chainId, txHash: facts.call },
+    { chainId: facts.chainId, txHash: "0x" + "ab".repeat(32), expect: "error" },
+  ],
   dataEvmContractsGetMetadata: [{ chainId: facts.chainId, address: c.erc20 }, { chainId: facts.chainId, address: c.erc721 }],
   dataEvmContractsListTransfers: [{ chainId: facts.chainId, address: c.erc20 }],
   dataNftsList: [{ chainId: facts.chainId, address: c.erc721 }, { chainId: facts.chainId, address: c.erc1155 }],
@@ -124,12 +161,8 @@ const cases = {
   }],
   dataOperationsGetResult: [], // asked with the export's operation id below
 };
-// Operations whose route is still to be built, by issue: /v1/chains/allBlocks
-// and /allTransactions reach /v1/chains/{chainId} today and answer 404.
-const pending = {
-  dataEvmChainsListAllLatestBlocks: "issue #18 (EVM parity)",
-  dataEvmChainsListAllLatestTransactions: "issue #18 (EVM parity)",
-};
+// Operations whose route is still to be built, by issue.
+const pending = {};
 // Known SDK quirks where the SDK's schema is stricter than the published
 // document: a response the SDK rejects only for such issues (every issue of
 // its validation error accepted here) passes; any other issue fails.

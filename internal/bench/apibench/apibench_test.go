@@ -34,14 +34,19 @@ func envInt(name string, def int) int {
 //	APIBENCH_SECONDS    5 seconds per endpoint (after 200 warm-up requests)
 //	APIBENCH_REQUESTS   5000 requests per endpoint at most
 //	APIBENCH_DIR        the cache (DefaultCacheDir(), with -smoke for the smoke scale)
-//	APIBENCH_SCALE      full, or smoke (a tiny dataset, to try the harness)
+//	APIBENCH_SCALE      full, smoke (a tiny dataset, to try the harness), or evm
+//	                    (the full EVM chain with a tiny primary network: the
+//	                    EVM endpoints' dataset in a third of the time)
 //
 // go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
 func BenchmarkAPI(b *testing.B) {
 	cfg, scale := FullConfig(), ""
-	if os.Getenv("APIBENCH_SCALE") == "smoke" {
+	switch os.Getenv("APIBENCH_SCALE") {
+	case "smoke":
 		// Its own cache: a cache of another configuration is regenerated.
 		cfg, scale = SmokeConfig(), "-smoke"
+	case "evm":
+		cfg, scale = EVMConfig(), "-evm"
 	}
 	backends := strings.Split(os.Getenv("APIBENCH_BACKENDS"), ",")
 	if os.Getenv("APIBENCH_BACKENDS") == "" {

@@ -91,7 +91,54 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := SampleEVM(ctx, db, m); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return &Dataset{DB: db, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
+}
+
+// SampleEVM fills m's sampled keys: the hashes of every 97th block's first
+// transaction, those blocks' hashes, and the deployers of contracts.
+func SampleEVM(ctx context.Context, db *store.DB, m *Manifest) error {
+	m.EVMTxHashes, m.EVMBlockHashes, m.EVMDeployers = nil, nil, nil
+	rows, err := db.QueryContext(ctx, `SELECT t.hash, t.block_hash FROM evm_txs t
+		WHERE t.chain_key = 'C' AND t.tx_index = 0 AND t.block_number % 97 = 0 ORDER BY t.block_number LIMIT 1000`)
+	if err != nil {
+		return fmt.Errorf("sample evm txs: %w", err)
+	}
+	for rows.Next() {
+		var tx, blk string
+		if err := rows.Scan(store.ScanHex(&tx), store.ScanHex(&blk)); err != nil {
+			rows.Close()
+			return fmt.Errorf("sample evm txs: %w", err)
+		}
+		m.EVMTxHashes, m.EVMBlockHashes = append(m.EVMTxHashes, tx), append(m.EVMBlockHashes, blk)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return fmt.Errorf("sample evm txs: %w", err)
+	}
+	rows, err = db.QueryContext(ctx, `SELECT DISTINCT deployer_address FROM evm_contracts WHERE chain_key = 'C' AND creation_kind = 'tx' LIMIT 100`)
+	if err != nil {
+		return fmt.Errorf("sample deployers: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return fmt.Errorf("sample deployers: %w", err)
+		}
+		m.EVMDeployers = append(m.EVMDeployers, a)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sample deployers: %w", err)
+	}
+	if len(m.EVMTxHashes) == 0 || len(m.EVMDeployers) == 0 {
+		return fmt.Errorf("sample: %d evm txs, %d deployers", len(m.EVMTxHashes), len(m.EVMDeployers))
+	}
+	return nil
 }
 
 // OpenPostgres starts the cached PostgreSQL cluster and opens its dataset;
@@ -167,6 +214,11 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		db.Close()
 		ds.Close()
 		return nil, fmt.Errorf("vacuum analyze: %w", err)
+	}
+	if err := SampleEVM(ctx, db, m); err != nil {
+		db.Close()
+		ds.Close()
+		return nil, err
 	}
 	ds.DB, ds.Manifest = db, m
 	ds.close = append(ds.close, func() { db.Close() })

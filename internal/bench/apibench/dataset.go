@@ -46,6 +46,15 @@ func FullConfig() Config {
 		Nodes: 400, TxsPerBlock: 10, Subnets: 2000}
 }
 
+// EVMConfig is FullConfig's EVM chain (the same seed and sizes: the same
+// EVM rows) with SmokeConfig's primary network: for measuring the EVM
+// endpoints without generating the primary network's million UTXOs.
+func EVMConfig() Config {
+	c, s := FullConfig(), SmokeConfig()
+	c.Addresses, c.XTxs, c.PTxs, c.Nodes, c.TxsPerBlock = s.Addresses, s.XTxs, s.PTxs, s.Nodes, s.TxsPerBlock
+	return c
+}
+
 // SmokeConfig is a tiny dataset of the same shape (tests).
 func SmokeConfig() Config {
 	return Config{Seed: 1, EVMBlocks: 150, TxPerBlock: 20, Addresses: 200, XTxs: 1500, PTxs: 400, Nodes: 12,
@@ -100,6 +109,12 @@ type Manifest struct {
 	ProposerNodes  []string // nodes proposing many blocks (first) to few (last)
 	SubnetIDs      []string
 	ChainIDs       []string // one chain of each subnet
+
+	// Sampled from the database when a dataset is opened (SampleEVM), not
+	// kept in the manifest: the by-hash lookups' keys.
+	EVMTxHashes    []string `json:"-"`
+	EVMBlockHashes []string `json:"-"`
+	EVMDeployers   []string `json:"-"`
 }
 
 func readManifest(dir string) (*Manifest, error) {

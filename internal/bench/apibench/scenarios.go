@@ -219,6 +219,54 @@ func Scenarios(m *Manifest) []Scenario {
 		get("evm.contractMetadata", func(r *rand.Rand) string {
 			return chain + "/addresses/" + tokens(r)
 		}),
+		// Blocks, transactions and address histories (issue #18).
+		list("evm.blocks", func(r *rand.Rand) string {
+			return chain + "/blocks" + q("pageSize", pageSize(r, "10", "100"))
+		}),
+		list("evm.blocks.allChains", func(r *rand.Rand) string {
+			return "/v1/blocks" + q("pageSize", pageSize(r, "10", "100"), "network", maybe(r, 0.3, m.Network))
+		}),
+		get("evm.blocks.get", func(r *rand.Rand) string {
+			if r.Intn(2) == 0 {
+				return chain + "/blocks/" + m.EVMBlockHashes[r.Intn(len(m.EVMBlockHashes))]
+			}
+			return chain + "/blocks/" + fmt.Sprint(r.Int63n(m.EVMBlocks))
+		}),
+		list("evm.blocks.transactions", func(r *rand.Rand) string {
+			return chain + "/blocks/" + fmt.Sprint(1+r.Int63n(m.EVMBlocks-1)) + "/transactions" + q("pageSize", pageSize(r, "10", "100"))
+		}),
+		list("evm.transactions.latest", func(r *rand.Rand) string {
+			return chain + "/transactions" + q("pageSize", pageSize(r, "10", "100"), "status", maybe(r, 0.3, oneOf(r, "success", "failed")))
+		}),
+		list("evm.transactions.allChains", func(r *rand.Rand) string {
+			return "/v1/transactions" + q("pageSize", pageSize(r, "10", "100"), "status", maybe(r, 0.2, "success"))
+		}),
+		get("evm.transactions.get", func(r *rand.Rand) string {
+			return chain + "/transactions/" + m.EVMTxHashes[r.Intn(len(m.EVMTxHashes))]
+		}),
+		list("evm.address.transactions", func(r *rand.Rand) string {
+			v := oneOf(r, "/v1", "/v2")
+			return v + "/chains/" + m.EVMChainID + "/addresses/" + evmAddr(r) + "/transactions" +
+				q("pageSize", pageSize(r, "10", "100"), "sortOrder", maybe(r, 0.2, "asc"),
+					"startBlock", maybe(r, 0.2, fmt.Sprint(r.Int63n(m.EVMBlocks))))
+		}),
+		list("evm.address.listErc", func(r *rand.Rand) string {
+			a := evmAddr(r)
+			op := oneOf(r, "listErc20", "listErc20", "listErc721", "listErc1155")
+			if op == "listErc1155" {
+				a = m.ERC1155Holders[r.Intn(len(m.ERC1155Holders))]
+			}
+			return chain + "/addresses/" + a + "/transactions:" + op + q("pageSize", pageSize(r, "10", "100"))
+		}),
+		list("evm.contracts.deployments", func(r *rand.Rand) string {
+			return chain + "/contracts/" + m.EVMDeployers[r.Intn(len(m.EVMDeployers))] + "/deployments" + q("pageSize", pageSize(r, "1", "10"))
+		}),
+		get("evm.contracts.getDeployment", func(r *rand.Rand) string {
+			return chain + "/contracts/" + tokens(r) + "/transactions:getDeployment"
+		}),
+		get("evm.address.chains", func(r *rand.Rand) string {
+			return "/v1/address/" + evmAddr(r) + "/chains"
+		}),
 		list("icm.messages", func(r *rand.Rand) string {
 			switch r.Intn(5) {
 			case 0:

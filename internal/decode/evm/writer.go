@@ -25,7 +25,7 @@ var (
 		cBlob("parent_hash"), cInt("timestamp"), cInt("timestamp_ms"), cInt("tx_count"), cInt("gas_used"),
 		cInt("gas_limit"), cText("base_fee"), cBlob("miner"), cInt("size_bytes"), cBlob("state_root"),
 		cText("extra_data"), cBlob("ext_data_hash"), cText("ext_data_gas_used"), cText("block_gas_cost"),
-		cText("min_delay_excess"), cBlob("block_extra_data")}, "")
+		cText("min_delay_excess"), cBlob("block_extra_data"), cInt("cumulative_txs")}, "")
 	insTxs = newInsert("evm_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
 		cBlob("hash"), bBlob("block_hash"), bInt("block_time"), cBlob("from_addr"), cBlob("to_addr"),
 		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
@@ -165,6 +165,10 @@ type writer struct {
 	tmp2     big.Int
 
 	pg pgWriter
+
+	// cumTxs is the chain's transaction count up to block cumAt-1 (cumAt
+	// -1: unknown, read from the previous block's row).
+	cumTxs, cumAt int64
 }
 
 func newWriter(log *slog.Logger) *writer {
@@ -197,6 +201,7 @@ func newWriter(log *slog.Logger) *writer {
 		tokHist:   rowSet{spec: insTokenHist},
 		natBal:    rowSet{spec: insNativeBal},
 		natHist:   rowSet{spec: insNativeHist},
+		cumAt:     -1,
 	}
 }
 
@@ -221,6 +226,7 @@ func (w *writer) dropCaches() {
 	clear(w.knownC)
 	clear(w.knownNFT)
 	w.complete = false
+	w.cumAt = -1
 }
 
 func (w *writer) begin(chain string, b *block) {
@@ -374,7 +380,7 @@ func (w *writer) collect() error {
 		i64(b.timestampMs), int64(len(b.txs)), i64(b.gasUsed), i64(b.gasLimit), baseFee, w.raw(b.miner),
 		i64(b.size), b.stateRoot[:], extraData, extHash,
 		optDec(b.hasExtDataGasUsed, &b.extDataGasUsed), optDec(b.hasBlockGasCost, &b.blockGasCost),
-		optDec(b.hasMinDelayExcess, &b.minDelayExcess), extra)
+		optDec(b.hasMinDelayExcess, &b.minDelayExcess), extra, int64(0)) // cumulative_txs: set by cumulate
 
 	fee := &w.tmp
 	for i := range b.txs {
@@ -607,6 +613,9 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 	if err := w.balances(ctx, tx); err != nil {
 		return err
 	}
+	if err := w.cumulate(ctx, tx); err != nil {
+		return err
+	}
 	if tx.Dialect() == store.Postgres {
 		return w.pg.write(ctx, tx, w.sets())
 	}
@@ -615,6 +624,32 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// cumulate sets the block row's cumulative_txs (EvmBlock.cumulativeTransactions):
+// the previous block's, carried from block to block, or read from its row
+// after a restart or a dropped cache.
+func (w *writer) cumulate(ctx context.Context, tx *store.Tx) error {
+	num := i64(w.b.number)
+	if num == 0 {
+		w.cumTxs, w.cumAt = 0, 0
+	}
+	if w.cumAt != num {
+		err := tx.QueryRow(ctx, "SELECT cumulative_txs FROM evm_blocks WHERE chain_key = $1 AND number = $2",
+			w.chain, num-1).Scan(&w.cumTxs)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Indexing starts above genesis: count what the chain holds.
+			err = tx.QueryRow(ctx, "SELECT COALESCE(SUM(tx_count), 0) FROM evm_blocks WHERE chain_key = $1 AND number < $2",
+				w.chain, num).Scan(&w.cumTxs)
+		}
+		if err != nil {
+			return fmt.Errorf("evm: cumulative tx count before block %d: %w", num, err)
+		}
+	}
+	w.cumTxs += int64(len(w.b.txs))
+	w.cumAt = num + 1
+	w.blocks.args[len(w.blocks.args)-1] = w.cumTxs
 	return nil
 }
 

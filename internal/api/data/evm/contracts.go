@@ -32,47 +32,66 @@ func (h *handlers) getContract(r *http.Request) (any, error) {
 	if err := q.p.Err(); err != nil {
 		return nil, err
 	}
-	var kind, txHash, deployer, deployerContract, ercType string
-	var name, symbol sql.NullString
-	var decimals sql.NullInt64
-	err = h.d.DB.QueryRowContext(r.Context(), `SELECT creation_kind, tx_hash, deployer_address, deployer_contract_address,
-			erc_type, name, symbol, decimals
-		FROM evm_contracts WHERE chain_key = $1 AND address = $2`, q.chain.Key, q.addr).
-		Scan(&kind, &txHash, &deployer, &deployerContract, &ercType, &name, &symbol, &decimals)
+	var c contractRow
+	err = h.d.DB.QueryRowContext(r.Context(), `SELECT `+contractCols+`
+		FROM evm_contracts WHERE chain_key = $1 AND address = $2`, q.chain.Key, q.addr).Scan(c.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, api.NotFound("address %s is not a contract indexed on chain %s", q.addr, q.chain.EVMChainID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("contract %s: %w", q.addr, err)
 	}
-	m := ContractMetadata{Address: q.addr, ResourceLinks: []ResourceLink{}, Tags: []string{}}
-	if kind == "tx" || deployerContract != "" {
-		m.DeploymentDetails = &DeploymentDetails{TxHash: txHash, DeployerAddress: deployer, DeployerContractAddress: deployerContract}
+	return h.contractMetadata(q, c), nil
+}
+
+// contractCols are the evm_contracts columns of a contractRow.
+const contractCols = `address, creation_kind, tx_hash, deployer_address, deployer_contract_address, erc_type, name, symbol, decimals`
+
+// contractRow is one evm_contracts row as ContractMetadata shows it.
+type contractRow struct {
+	address, kind, txHash, deployer, deployerContract, ercType string
+	name, symbol                                               sql.NullString
+	decimals                                                   sql.NullInt64
+}
+
+func (c *contractRow) dest() []any {
+	return []any{&c.address, &c.kind, &c.txHash, &c.deployer, &c.deployerContract, &c.ercType, &c.name, &c.symbol, &c.decimals}
+}
+
+// hasDeployment tells whether the row knows the contract's creating
+// transaction: a top-level creation, or one traced to its factory.
+func (c *contractRow) hasDeployment() bool { return c.kind == "tx" || c.deployerContract != "" }
+
+// contractMetadata is the shape of c's ercType.
+func (h *handlers) contractMetadata(q *chainReq, c contractRow) ContractMetadata {
+	m := ContractMetadata{Address: c.address, ResourceLinks: []ResourceLink{}, Tags: []string{}}
+	if c.hasDeployment() {
+		m.DeploymentDetails = &DeploymentDetails{TxHash: c.txHash, DeployerAddress: c.deployer, DeployerContractAddress: c.deployerContract}
 	}
-	if name.Valid {
-		m.Name = &name.String
+	if c.name.Valid {
+		m.Name = &c.name.String
 	}
-	if c, ok := h.curated(q, q.addr); ok {
-		curate(&m, c)
+	if cur, ok := h.curated(q, c.address); ok {
+		curate(&m, cur)
 	}
-	switch ercType {
+	switch c.ercType {
 	case ercERC20:
 		m.ErcType = ercERC20
-		if symbol.Valid {
-			m.Symbol = &symbol.String
+		if c.symbol.Valid {
+			m.Symbol = &c.symbol.String
 		}
 		// Required by Erc20Contract: 0 until the token's decimals() is fetched.
-		d := int(decimals.Int64)
+		d := int(c.decimals.Int64)
 		m.Decimals = &d
 	case ercERC721, ercERC1155:
-		m.ErcType = ercType
-		if symbol.Valid {
-			m.Symbol = &symbol.String
+		m.ErcType = c.ercType
+		if c.symbol.Valid {
+			m.Symbol = &c.symbol.String
 		}
 	default:
 		m.ErcType = "UNKNOWN"
 	}
-	return m, nil
+	return m
 }
 
 // curate adds the registry's fields; its name only stands in for a

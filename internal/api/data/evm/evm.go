@@ -1,8 +1,9 @@
 // Package evm serves the data service's EVM-chain endpoints from the index
 // written by internal/decode/evm: the supported chains, native, ERC-20,
 // ERC-721, ERC-1155 and collectible balances (with history: any indexed
-// block), token transfers, an address's native transactions, NFT tokens of a
-// collection, and contract metadata.
+// block), token transfers, blocks, transactions (latest, by block, by hash,
+// an address's history), NFT tokens of a collection, contract metadata and
+// deployments.
 //
 // Every listing is a keyset page over a unique key, bounded to the indexed
 // tip seen on its first page (carried in the page token), so pages never
@@ -115,6 +116,7 @@ func Register(mux *api.Mux, d Deps) {
 
 func register(mux *api.Mux, h *handlers) {
 	free := api.RouteOpts{Weight: api.Free}
+	small := api.RouteOpts{Weight: api.Small}
 	medium := api.RouteOpts{Weight: api.Medium}
 	for _, r := range []struct {
 		pattern string
@@ -133,6 +135,26 @@ func register(mux *api.Mux, h *handlers) {
 		{"GET /v1/chains/{chainId}/nfts/collections/{address}/tokens", medium, h.listNFTTokens},
 		{"GET /v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}", medium, h.getNFTToken},
 		{"GET /v1/chains/{chainId}/addresses/{address}", medium, h.getContract},
+		// Blocks and transactions (issue #18). The cross-chain listings have
+		// no published weight: medium, as a listing. /v1/chains/allBlocks and
+		// /allTransactions are the paths the SDK 0.13 calls for them.
+		{"GET /v1/blocks", medium, h.listAllBlocks},
+		{"GET /v1/chains/allBlocks", medium, h.listAllBlocks},
+		{"GET /v1/transactions", medium, h.listAllTxs},
+		{"GET /v1/chains/allTransactions", medium, h.listAllTxs},
+		{"GET /v1/address/{address}/chains", medium, h.listAddressChains},
+		{"GET /v1/chains/{chainId}/blocks", small, h.listBlocks},
+		{"GET /v1/chains/{chainId}/blocks/{blockId}", small, h.getBlock},
+		{"GET /v1/chains/{chainId}/blocks/{blockId}/transactions", medium, h.listBlockTxs},
+		{"GET /v1/chains/{chainId}/transactions", medium, h.listLatestTxs},
+		{"GET /v1/chains/{chainId}/transactions/{txHash}", medium, h.getTransaction},
+		{"GET /v1/chains/{chainId}/addresses/{address}/transactions", medium, h.listHistory},
+		{"GET /v2/chains/{chainId}/addresses/{address}/transactions", medium, h.listHistoryV2},
+		{"GET /v1/chains/{chainId}/addresses/{address}/transactions:listErc20", medium, h.listErcTxs(ercERC20)},
+		{"GET /v1/chains/{chainId}/addresses/{address}/transactions:listErc721", medium, h.listErcTxs(ercERC721)},
+		{"GET /v1/chains/{chainId}/addresses/{address}/transactions:listErc1155", medium, h.listErcTxs(ercERC1155)},
+		{"GET /v1/chains/{chainId}/contracts/{address}/deployments", medium, h.listDeployments},
+		{"GET /v1/chains/{chainId}/contracts/{address}/transactions:getDeployment", medium, h.getDeployment},
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}

@@ -31,7 +31,7 @@ type page struct {
 }
 
 var listKeys = []string{"erc20TokenBalances", "erc721TokenBalances", "erc1155TokenBalances", "collectibleBalances",
-	"transfers", "transactions", "tokens"}
+	"transfers", "transactions", "tokens", "blocks", "contracts"}
 
 func (e *env) page(t testing.TB, path string) page {
 	t.Helper()
@@ -90,6 +90,17 @@ func listings(e *env, t *testing.T) map[string]int {
 		}
 		out["/v1/chains/88888/addresses/"+a+"/transactions:listNative"] = 100
 		out["/v1/chains/88888/addresses/"+a+"/transactions:listNative?startBlock=9&endBlock=33"] = 100
+		out["/v1/chains/88888/addresses/"+a+"/transactions"] = 100
+		out["/v1/chains/88888/addresses/"+a+"/transactions?sortOrder=asc&startBlock=9"] = 100
+		out["/v2/chains/88888/addresses/"+a+"/transactions"] = 100
+		for _, r := range []string{"listErc20", "listErc721", "listErc1155"} {
+			out["/v1/chains/88888/addresses/"+a+"/transactions:"+r] = 100
+		}
+		out["/v1/chains/88888/contracts/"+a+"/deployments"] = 100
+	}
+	for _, p := range []string{"/v1/chains/88888/blocks", "/v1/blocks", "/v1/chains/88888/transactions",
+		"/v1/chains/88888/transactions?status=success", "/v1/transactions", "/v1/transactions?status=failed"} {
+		out[p] = 100
 	}
 	for _, c := range e.net.CChainContracts {
 		out["/v1/chains/88888/tokens/"+c+"/transfers"] = 100

@@ -1,11 +1,9 @@
 package evm
 
 import (
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/ava-labs/libevm/crypto"
 
@@ -87,52 +85,24 @@ func (h *handlers) listNative(r *http.Request) (any, error) {
 		vals["b"], vals["i"] = c.Block, c.Index
 		cond = " AND (a.block_number, a.tx_index) < (@b, @i)"
 	}
-	rows, err := h.query(r.Context(), `SELECT a.block_number, a.tx_index, t.hash, t.block_hash, t.block_time,
-			t.from_addr, t.to_addr, t.value, t.gas_limit, t.gas_price, t.gas_used, t.nonce, t.tx_type, t.status,
-			t.method_id, t.contract_address, c.address, c.name, c.symbol, c.decimals
+	rows, err := h.query(r.Context(), `SELECT `+txCols+`
 		FROM evm_address_txs a
-		JOIN evm_txs t ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index
-		LEFT JOIN evm_contracts c ON c.chain_key = t.chain_key AND c.address = `+h.d.DB.Dialect().HexExpr("t.to_addr")+`
+		JOIN evm_txs t ON t.chain_key = a.chain_key AND t.block_number = a.block_number AND t.tx_index = a.tx_index`+h.txJoin()+`
 		WHERE a.chain_key = @chain AND a.address = @addr AND a.block_number >= @lo`+cond+`
 		ORDER BY a.block_number DESC, a.tx_index DESC LIMIT @limit`, vals)
 	if err != nil {
 		return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
 	}
 	defer rows.Close()
-	var last txCursor
+	var last txKey
 	for rows.Next() {
 		if len(resp.Transactions) == limit {
 			resp.NextPageToken = h.d.Pager.Encode(route, key, txCursor{Tip: c.Tip, Block: last.Block, Index: last.Index})
 			break
 		}
 		var t NativeTransaction
-		var to, gasPrice, methodID, created string
-		var gasLimit, gasUsed, nonce, status int64
-		var contract, name, symbol sql.NullString
-		var decimals sql.NullInt64
-		if err := rows.Scan(&last.Block, &last.Index, store.ScanHex(&t.TxHash), store.ScanHex(&t.BlockHash), &t.BlockTimestamp,
-			store.ScanHex(&t.From.Address), store.ScanHex(&to), &t.Value, &gasLimit, &gasPrice, &gasUsed, &nonce, &t.TxType, &status,
-			&methodID, store.ScanHex(&created), &contract, &name, &symbol, &decimals); err != nil {
+		if t, last, err = scanTx(rows, q.chain); err != nil {
 			return nil, fmt.Errorf("native transactions of %s: %w", q.addr, err)
-		}
-		t.BlockNumber = strconv.FormatInt(last.Block, 10)
-		t.BlockIndex = last.Index
-		t.ChainID = q.chain.EVMChainID
-		t.TxStatus = strconv.FormatInt(status, 10)
-		t.GasLimit, t.GasUsed, t.GasPrice = strconv.FormatInt(gasLimit, 10), strconv.FormatInt(gasUsed, 10), gasPrice
-		t.Nonce = strconv.FormatInt(nonce, 10)
-		t.Method = Method{CallType: callType(to, contract.Valid), MethodHash: methodID, MethodName: knownMethods[methodID]}
-		t.To.Address = to
-		if to == "" {
-			// A creation's recipient is the contract it created (the
-			// receipt's contractAddress).
-			t.To.Address = created
-		} else if contract.Valid {
-			t.To.Name, t.To.Symbol = name.String, symbol.String
-			if decimals.Valid {
-				d := int(decimals.Int64)
-				t.To.Decimals = &d
-			}
 		}
 		resp.Transactions = append(resp.Transactions, t)
 	}
