@@ -309,6 +309,9 @@ type EVMSource struct{ EVM *source.EVM }
 
 func (s *EVMSource) Tip(ctx context.Context) (uint64, error) { return s.EVM.BlockNumber(ctx) }
 
+// Notice says when blocks are fetched without call traces (status shows it).
+func (s *EVMSource) Notice() string { return s.EVM.TraceNotice() }
+
 func (s *EVMSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
 	blocks, err := s.EVM.Blocks(ctx, from, to)
 	if err != nil {

@@ -72,7 +72,7 @@ func FuzzSplitBatch(f *testing.F) {
 		if rs[0].err != nil || rs[1].err != nil {
 			return
 		}
-		b, err := parseRawBlock(1, rs[0].result, rs[1].result)
+		b, err := parseRawBlock(1, rs[0].result, rs[1].result, nil)
 		if err == nil && (b.Height != 1 || b.TxCount < 0) {
 			t.Fatalf("accepted %+v", b)
 		}

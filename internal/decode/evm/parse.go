@@ -36,8 +36,9 @@ type block struct {
 	hasMinDelayExcess bool
 	blockExtraData    []byte // decoded bytes
 
-	txs      []txn
-	receipts int // receipts seen
+	txs       []txn
+	receipts  int  // receipts seen
+	hasTraces bool // the document has the block's call traces (frames of txs)
 	seen     struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
 }
 
@@ -74,6 +75,9 @@ type txn struct {
 	rseen       struct{ hash, index, status, gasUsed bool }
 	rhash       common.Hash
 	rindex      uint64
+
+	// from the call traces: the nested frames, depth first
+	frames []frame
 }
 
 type logEntry struct {
@@ -89,7 +93,7 @@ type logEntry struct {
 func (b *block) parse(raw []byte) error {
 	b.reset()
 	s := jsonscan.New(raw)
-	var receipts []byte // parsed after the block, whatever the key order
+	var receipts, traces []byte // parsed after the block, whatever the key order
 	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "block":
@@ -109,6 +113,13 @@ func (b *block) parse(raw []byte) error {
 			receipts = raw
 			b.seen.receipts = true
 			return nil
+		case "traces":
+			if s.Null() {
+				return nil
+			}
+			raw, err := s.Raw()
+			traces = raw
+			return err
 		}
 		return s.Skip()
 	})
@@ -129,6 +140,12 @@ func (b *block) parse(raw []byte) error {
 		})
 		if err != nil {
 			return fmt.Errorf("receipts: %w", err)
+		}
+	}
+	if traces != nil {
+		b.hasTraces = true
+		if err := b.parseTraces(traces); err != nil {
+			return fmt.Errorf("traces: %w", err)
 		}
 	}
 	return b.check()
@@ -214,8 +231,8 @@ func (b *block) parseHeader(s *jsonscan.Scanner) error {
 				}
 				if i < cap(b.txs) {
 					b.txs = b.txs[:i+1]
-					logs := b.txs[i].logs[:0]
-					b.txs[i] = txn{logs: logs}
+					logs, frames := b.txs[i].logs[:0], b.txs[i].frames[:0]
+					b.txs[i] = txn{logs: logs, frames: frames}
 				} else {
 					b.txs = append(b.txs, txn{})
 				}

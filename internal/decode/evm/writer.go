@@ -42,7 +42,7 @@ var (
 		cText("token_id"), cText("value")}, "")
 	insContracts = newInsert("evm_contracts", []column{bText("chain_key"), cText("address"),
 		cText("creation_kind"), cText("tx_hash"), bInt("block_number"), bInt("block_time"),
-		cText("deployer_address"), cText("erc_type"), cInt("erc_type_block")},
+		cText("deployer_address"), cText("deployer_contract_address"), cText("erc_type"), cInt("erc_type_block")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
 			" WHERE evm_contracts.erc_type = '' AND excluded.erc_type <> ''")
 	insNFTs = newInsert("evm_nft_tokens", []column{bText("chain_key"), cText("token"), cText("token_id"),
@@ -61,6 +61,14 @@ var (
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
 	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cText("balance")}, "")
+	insInternals = newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
+		cInt("trace_index"), cBlob("tx_hash"), bBlob("block_hash"), bInt("block_time"), cText("call_type"),
+		cBlob("from_addr"), cBlob("to_addr"), cText("value"), cInt("gas"), cInt("gas_used"), cInt("reverted"),
+		cInt("depth")}, "")
+	insAddrInternals = newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, "")
+	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
+		bInt("since_block")}, "ON CONFLICT (chain_key, address) DO NOTHING")
 
 	// SQLite: point reads of the current balance of one key.
 	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
@@ -99,9 +107,10 @@ type nftState struct {
 }
 
 type contractState struct {
-	kind string // tx, observed
-	tx   int
-	erc  ercType
+	kind    string // tx, internal, observed
+	tx      int
+	erc     ercType
+	factory string // internal: the creating contract (0x-lowercase)
 }
 
 // writer turns one parsed block into rows. Its maps and slices live across
@@ -126,7 +135,7 @@ type writer struct {
 	xfers   []transfer
 
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
-	tokBal, tokHist, natBal, natHist rowSet
+	tokBal, tokHist, natBal, natHist, internals, addrInternals, untrusted rowSet
 
 	keysN []common.Address
 	keysT []tokenKey
@@ -150,6 +159,8 @@ type writer struct {
 	dirtyT   map[tokenKey]dirtyBalance
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
+	// knownU: addresses known to have an evm_untrusted_balances row.
+	knownU map[common.Address]struct{}
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -184,6 +195,7 @@ func newWriter(log *slog.Logger) *writer {
 		dirtyT:    make(map[tokenKey]dirtyBalance),
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
+		knownU:    make(map[common.Address]struct{}),
 		idxN:      make(map[string]int),
 		blocks:    rowSet{spec: insBlocks},
 		txs:       rowSet{spec: insTxs},
@@ -197,6 +209,10 @@ func newWriter(log *slog.Logger) *writer {
 		tokHist:   rowSet{spec: insTokenHist},
 		natBal:    rowSet{spec: insNativeBal},
 		natHist:   rowSet{spec: insNativeHist},
+
+		internals:     rowSet{spec: insInternals},
+		addrInternals: rowSet{spec: insAddrInternals},
+		untrusted:     rowSet{spec: insUntrusted},
 	}
 }
 
@@ -220,6 +236,7 @@ func (w *writer) dropCaches() {
 	clear(w.dirtyT)
 	clear(w.knownC)
 	clear(w.knownNFT)
+	clear(w.knownU)
 	w.complete = false
 }
 
@@ -243,6 +260,9 @@ func (w *writer) begin(chain string, b *block) {
 	if len(w.knownNFT) > w.maxCached {
 		clear(w.knownNFT)
 	}
+	if len(w.knownU) > w.maxCached {
+		clear(w.knownU)
+	}
 	w.chain, w.b, w.time = chain, b, int64(b.timestamp)
 	clear(w.addrs)
 	clear(w.raws)
@@ -262,16 +282,17 @@ func (w *writer) begin(chain string, b *block) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist} {
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
+	w.internals.blockArgs = append(w.internals.blockArgs, chain, num, b.hash[:], w.time)
 }
 
 // sets lists the row sets written per block, in the order they are written
 // (the current balances are written per batch: flushBalances).
 func (w *writer) sets() []*rowSet {
 	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist}
+		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -449,6 +470,11 @@ func (w *writer) collect() error {
 			}
 		}
 
+		if b.hasTraces {
+			w.collectFrames(i, txHash, t)
+		} else {
+			w.markUntrusted(t)
+		}
 		for j := range t.logs {
 			if err := w.collectLog(i, txHash, &t.logs[j]); err != nil {
 				return fmt.Errorf("tx %s log %d: %w", t.hash.Hex(), j, err)
@@ -578,7 +604,7 @@ func (w *writer) buildContracts() {
 			ercBlock = i64(b.number)
 		}
 		w.contracts.args = append(w.contracts.args, w.addr(a), c.kind, hexString(t.hash[:]),
-			w.addr(t.from), c.erc.String(), ercBlock)
+			w.addr(t.from), c.factory, c.erc.String(), ercBlock)
 	}
 }
 
