@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
@@ -25,6 +26,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/enrich"
 	"github.com/permafrost-dev/permafrost/internal/export"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
 )
@@ -192,8 +194,20 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr})
 	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
+	// Balances the index cannot vouch for are asked from the chains' nodes
+	// while a request waits: a short retry policy of its own.
+	balanceNodes := map[string]evmdata.BalanceNode{}
+	for k, n := range set.EVMNodes() {
+		c, err := source.NewEVM(ctx, n.URL(), source.EVMOptions{Traces: source.TracesOff,
+			Retry: source.Retry{MaxAttempts: 2, AttemptTimeout: 5 * time.Second, Logger: log}})
+		if err != nil {
+			return nil, closers, err
+		}
+		closers = append(closers, c.Close)
+		balanceNodes[k] = c
+	}
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
-		Enrichment: enrichapi.EVM(enr)})
+		Enrichment: enrichapi.EVM(enr), BalanceNodes: balanceNodes})
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {

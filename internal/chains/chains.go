@@ -172,6 +172,17 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	return set, nil
 }
 
+// EVMNodes are the EVM chains' node clients by chain key.
+func (s *Set) EVMNodes() map[string]*source.EVM {
+	out := map[string]*source.EVM{}
+	for _, c := range s.Chains {
+		if src, ok := c.Source.(*EVMSource); ok {
+			out[c.Key] = src.EVM
+		}
+	}
+	return out
+}
+
 // nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.
 // Whether the node has one is learnt on first use, so serving never waits
 // for it.
