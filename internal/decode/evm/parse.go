@@ -39,7 +39,7 @@ type block struct {
 	txs       []txn
 	receipts  int  // receipts seen
 	hasTraces bool // the document has the block's call traces (frames of txs)
-	seen     struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
+	seen      struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
 }
 
 type txn struct {
