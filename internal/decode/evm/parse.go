@@ -43,26 +43,29 @@ type block struct {
 }
 
 type txn struct {
-	hash     common.Hash
-	index    uint64
-	from     common.Address
-	to       common.Address
-	hasTo    bool
-	value    big.Int
-	gas      uint64
-	gasPrice big.Int
-	hasPrice bool
-	maxFee   big.Int
-	hasMax   bool
-	maxPrio  big.Int
-	hasPrio  bool
-	nonce    uint64
-	typ      uint64
-	chainID  big.Int
-	hasChain bool
-	inputLen int
-	method   [4]byte
-	seen     struct{ hash, index, from, value, gas, nonce bool }
+	hash       common.Hash
+	index      uint64
+	from       common.Address
+	to         common.Address
+	hasTo      bool
+	value      big.Int
+	gas        uint64
+	gasPrice   big.Int
+	hasPrice   bool
+	maxFee     big.Int
+	hasMax     bool
+	maxPrio    big.Int
+	hasPrio    bool
+	nonce      uint64
+	typ        uint64
+	chainID    big.Int
+	hasChain   bool
+	inputLen   int
+	inputZeros int // zero bytes of the input (intrinsic gas)
+	alAddrs    int // access list addresses and storage keys (intrinsic gas)
+	alKeys     int
+	method     [4]byte
+	seen       struct{ hash, index, from, value, gas, nonce bool }
 
 	// from the receipt
 	status      uint64
@@ -308,6 +311,9 @@ func (b *block) parseHeader(s *jsonscan.Scanner) error {
 
 func (t *txn) parseTx(s *jsonscan.Scanner) error {
 	return s.Object(func(key []byte) error {
+		if string(key) == "accessList" {
+			return t.parseAccessList(s)
+		}
 		switch string(key) {
 		case "hash", "transactionIndex", "from", "to", "value", "gas", "gasPrice", "maxFeePerGas",
 			"maxPriorityFeePerGas", "nonce", "type", "chainId", "input":
@@ -363,6 +369,12 @@ func (t *txn) parseTx(s *jsonscan.Scanner) error {
 				return fmt.Errorf("input: not 0x-hex bytes")
 			}
 			t.inputLen = len(h) / 2
+			t.inputZeros = 0
+			for i := 0; i+1 < len(h); i += 2 {
+				if h[i] == '0' && h[i+1] == '0' {
+					t.inputZeros++
+				}
+			}
 			if t.inputLen >= 4 {
 				err = jsonscan.FixedHex("input", v[:10], t.method[:])
 			}
@@ -464,4 +476,37 @@ func (l *logEntry) parse(s *jsonscan.Scanner) error {
 		}
 		return err
 	})
+}
+
+// parseAccessList counts an access list's addresses and storage keys.
+func (t *txn) parseAccessList(s *jsonscan.Scanner) error {
+	t.alAddrs, t.alKeys = 0, 0
+	if s.Null() {
+		return nil
+	}
+	return s.Array(func(int) error {
+		t.alAddrs++
+		return s.Object(func(key []byte) error {
+			if string(key) != "storageKeys" || s.Null() {
+				return s.Skip()
+			}
+			return s.Array(func(int) error {
+				t.alKeys++
+				return s.Skip()
+			})
+		})
+	})
+}
+
+// ranCode reports whether the tx may have executed code: a creation always
+// does; a call whose gasUsed is exactly its intrinsic gas (21000, calldata,
+// access list) ran none (every opcode that can move value costs gas), so it
+// moved no value beyond its own.
+func (t *txn) ranCode() bool {
+	if !t.hasTo {
+		return true
+	}
+	intrinsic := 21000 + 4*uint64(t.inputZeros) + 16*uint64(t.inputLen-t.inputZeros) +
+		2400*uint64(t.alAddrs) + 1900*uint64(t.alKeys)
+	return t.gasUsed != intrinsic
 }

@@ -1,6 +1,9 @@
 package evm
 
 import (
+	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -8,6 +11,7 @@ import (
 	"github.com/ava-labs/libevm/common"
 
 	"github.com/permafrost-dev/permafrost/internal/jsonscan"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // Call traces: a block fetched with debug_traceBlockByNumber's callTracer
@@ -252,38 +256,75 @@ func (w *writer) collectFrames(txIdx int, txHash []byte, t *txn) {
 	}
 }
 
-// markUntrusted records, for a block indexed without traces, the addresses
+// markUntrusted notes, for a block indexed without traces, the addresses
 // whose computed native balance may miss value moved inside contract
-// execution from this block on: the parties of a call with input data (the
-// callee may pay anyone, most often the caller), of a creation (the
-// constructor may pay), of a failed tx, and every contract emitting a log.
-// Their balances are read from the node instead (internal/api/data/evm).
-// A third party paid by a contract it never called is not seen here: only
-// traces show it.
+// execution. Internal calls can only move value a contract holds, and a
+// contract only gets value from a tx that runs code with value (a call
+// with value to a contract, a creation with value): until the chain's first
+// such tx no balance can be wrong, and nothing is marked. From then on
+// (the chain is "tainted") every party to a tx that ran code is marked from
+// its block: sender, recipient or created contract, and every contract
+// emitting a log; failed txs included. Their balances are read from the
+// node instead (internal/api/data/evm). A third party paid by a contract it
+// never called is not seen here: only traces show it.
 func (w *writer) markUntrusted(t *txn) {
-	switch {
-	case t.status != 1, t.hasTo && t.inputLen > 0:
-		w.markAddr(t.from)
-		if t.hasTo {
-			w.markAddr(t.to)
-		}
-	case !t.hasTo:
-		w.markAddr(t.from)
-		if t.hasContract {
-			w.markAddr(t.contract)
-		}
+	if !t.ranCode() {
+		return
+	}
+	if t.status == 1 && t.value.Sign() != 0 {
+		w.taintBlock = true
+	}
+	w.suspects = append(w.suspects, t.from)
+	if t.hasTo {
+		w.suspects = append(w.suspects, t.to)
+	} else if t.hasContract {
+		w.suspects = append(w.suspects, t.contract)
 	}
 	for j := range t.logs {
-		w.markAddr(t.logs[j].address)
+		w.suspects = append(w.suspects, t.logs[j].address)
 	}
 }
 
-func (w *writer) markAddr(a common.Address) {
-	if _, ok := w.knownU[a]; ok {
-		return
+// Whether the chain is tainted (see markUntrusted), as far as the writer
+// knows: it reads the table once after its caches were dropped.
+const (
+	taintUnknown = iota
+	taintNo
+	taintYes
+)
+
+// queueUntrusted queues the rows of the block's suspects once the chain is
+// tainted.
+func (w *writer) queueUntrusted(ctx context.Context, tx *store.Tx) error {
+	if len(w.suspects) == 0 {
+		return nil
 	}
-	w.knownU[a] = struct{}{}
-	w.untrusted.args = append(w.untrusted.args, w.raw(a))
+	if w.taintBlock {
+		w.taint = taintYes
+	}
+	if w.taint == taintUnknown {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM evm_untrusted_balances WHERE chain_key = $1 LIMIT 1`, w.chain).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			w.taint = taintNo
+		case err != nil:
+			return fmt.Errorf("evm: read untrusted balances: %w", err)
+		default:
+			w.taint = taintYes
+		}
+	}
+	if w.taint != taintYes {
+		return nil
+	}
+	for _, a := range w.suspects {
+		if _, ok := w.knownU[a]; ok {
+			continue
+		}
+		w.knownU[a] = struct{}{}
+		w.untrusted.args = append(w.untrusted.args, w.raw(a))
+	}
+	return nil
 }
 
 // clampInt64 stores a node's gas figure (uint64) in a BIGINT column.

@@ -161,6 +161,11 @@ type writer struct {
 	knownNFT map[nftKey]struct{}
 	// knownU: addresses known to have an evm_untrusted_balances row.
 	knownU map[common.Address]struct{}
+	// Untrusted balances (trace.go): the block's suspects, whether one of
+	// its txs taints the chain, and whether the chain is tainted.
+	suspects   []common.Address
+	taintBlock bool
+	taint      int
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -237,6 +242,7 @@ func (w *writer) dropCaches() {
 	clear(w.knownC)
 	clear(w.knownNFT)
 	clear(w.knownU)
+	w.taint = taintUnknown
 	w.complete = false
 }
 
@@ -273,6 +279,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.nftOrd = w.nftOrd[:0]
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
+	w.suspects, w.taintBlock = w.suspects[:0], false
 	w.nbig = 0
 	for _, r := range w.sets() {
 		r.reset()
@@ -628,6 +635,9 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 	// SQLite statements do not watch ctx (store.Tx); it is checked once per
 	// block here.
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.queueUntrusted(ctx, tx); err != nil {
 		return err
 	}
 	if err := w.balances(ctx, tx); err != nil {
