@@ -42,6 +42,9 @@ type Options struct {
 	Workers                  int // P/X blocks fetched in parallel
 	// Retry is the nodes' retry policy (zero: source.Retry's defaults).
 	Retry source.Retry
+	// Traces: whether EVM blocks are fetched with their call traces
+	// (source.TracesAuto: when the node serves them).
+	Traces source.TraceMode
 	Log   *slog.Logger
 }
 
@@ -90,7 +93,7 @@ func Build(ctx context.Context, o Options) (*Set, error) {
 	set := &Set{NetworkID: networkID, Genesis: g, Node: node}
 	workers := max(o.Workers, 8)
 
-	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}
+	evmOpts := source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry, Traces: o.Traces}
 	cEVM, err := source.NewEVM(ctx, node.BaseURL()+source.PathCRPC, evmOpts)
 	if err != nil {
 		return nil, err

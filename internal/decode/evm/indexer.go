@@ -5,8 +5,9 @@
 //
 // Native balances are computed from the index alone: the genesis alloc, each
 // tx's value (successful txs only) and fee (gasUsed × effectiveGasPrice, paid
-// even when reverted), the tip (effectiveGasPrice − baseFee per gas) credited
-// to the block's coinbase (the base fee is burned), the value of a top-level
+// even when reverted) credited whole to the block's coinbase (coreth and
+// subnet-evm burn nothing themselves: the C-chain's coinbase is the
+// blackhole address), the value of a top-level
 // contract creation, and the atomic import/export effects reported by an
 // AtomicApplier. Value moved inside contract execution (calls with value,
 // selfdestruct) needs call traces, which the node's block and receipts do

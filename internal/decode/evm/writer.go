@@ -446,7 +446,10 @@ func (w *writer) collect() error {
 		}
 
 		// Native balances: fee from the sender always; value only on success;
-		// the tip to the coinbase (the base fee is burned).
+		// the whole fee to the coinbase: coreth and subnet-evm burn nothing
+		// themselves (core/state_transition.go credits gasUsed × effective
+		// price to the coinbase; on the C-chain that is the blackhole
+		// address 0x0100…0).
 		fee.SetUint64(t.gasUsed)
 		fee.Mul(fee, &t.effPrice)
 		s := w.native(t.from)
@@ -462,19 +465,12 @@ func (w *writer) collect() error {
 				r.Add(r, &t.value)
 			}
 		}
-		if t.gasUsed > 0 {
-			tip := fee
-			if b.hasBaseFee {
-				if t.effPrice.Cmp(&b.baseFee) < 0 {
-					return fmt.Errorf("tx %s: effective gas price %s below base fee %s", t.hash.Hex(), &t.effPrice, &b.baseFee)
-				}
-				tip.Sub(&t.effPrice, &b.baseFee)
-				tip.Mul(tip, w.tmp2.SetUint64(t.gasUsed))
-			}
-			if tip.Sign() != 0 {
-				c := w.native(b.miner)
-				c.Add(c, tip)
-			}
+		if b.hasBaseFee && t.gasUsed > 0 && t.effPrice.Cmp(&b.baseFee) < 0 {
+			return fmt.Errorf("tx %s: effective gas price %s below base fee %s", t.hash.Hex(), &t.effPrice, &b.baseFee)
+		}
+		if fee.Sign() != 0 {
+			c := w.native(b.miner)
+			c.Add(c, fee)
 		}
 
 		if b.hasTraces {
