@@ -45,7 +45,7 @@ type Options struct {
 	// Traces: whether EVM blocks are fetched with their call traces
 	// (source.TracesAuto: when the node serves them).
 	Traces source.TraceMode
-	Log   *slog.Logger
+	Log    *slog.Logger
 }
 
 // Set is the network and the chains built for it.

@@ -256,75 +256,87 @@ func (w *writer) collectFrames(txIdx int, txHash []byte, t *txn) {
 	}
 }
 
-// markUntrusted notes, for a block indexed without traces, the addresses
-// whose computed native balance may miss value moved inside contract
-// execution. Internal calls can only move value a contract holds, and a
-// contract only gets value from a tx that runs code with value (a call
-// with value to a contract, a creation with value): until the chain's first
-// such tx no balance can be wrong, and nothing is marked. From then on
-// (the chain is "tainted") every party to a tx that ran code is marked from
-// its block: sender, recipient or created contract, and every contract
-// emitting a log; failed txs included. Their balances are read from the
-// node instead (internal/api/data/evm). A third party paid by a contract it
-// never called is not seen here: only traces show it.
-func (w *writer) markUntrusted(t *txn) {
+// Untrusted balances. Internal calls can only move value a contract holds,
+// and a contract only gets value from a tx that runs code with value (a call
+// with value to a contract, a creation with value; a call that runs no code
+// uses exactly its intrinsic gas: txn.ranCode). Two facts per chain are kept
+// in evm_untrusted_balances, each from the first block it holds:
+//   - hotAddr: value has entered contracts (written on both paths);
+//   - allAddr: a block without traces ran code while contracts may hold
+//     value. From there on no computed native balance can be vouched for:
+//     value may have moved inside that code to anyone, caller or not (a
+//     contract paying a third party shows in no block or receipt). The API
+//     reads those balances from the node (internal/api/data/evm).
+//
+// A chain indexed with traces from its genesis never gets allAddr.
+var (
+	hotAddr = []byte{0}
+	allAddr = []byte{}
+)
+
+// Whether the chain has a fact, as far as the writer knows (it reads the
+// table once after its caches were dropped).
+const (
+	factUnknown = iota
+	factNo
+	factYes
+)
+
+// noteUntrusted notes what one tx of the block says for the facts above.
+func (w *writer) noteUntrusted(t *txn) {
 	if !t.ranCode() {
 		return
 	}
 	if t.status == 1 && t.value.Sign() != 0 {
-		w.taintBlock = true
+		w.blockHot = true
 	}
-	w.suspects = append(w.suspects, t.from)
-	if t.hasTo {
-		w.suspects = append(w.suspects, t.to)
-	} else if t.hasContract {
-		w.suspects = append(w.suspects, t.contract)
-	}
-	for j := range t.logs {
-		w.suspects = append(w.suspects, t.logs[j].address)
+	if !w.b.hasTraces {
+		w.blockBlind = true
 	}
 }
 
-// Whether the chain is tainted (see markUntrusted), as far as the writer
-// knows: it reads the table once after its caches were dropped.
-const (
-	taintUnknown = iota
-	taintNo
-	taintYes
-)
-
-// queueUntrusted queues the rows of the block's suspects once the chain is
-// tainted.
+// queueUntrusted queues the facts the block establishes.
 func (w *writer) queueUntrusted(ctx context.Context, tx *store.Tx) error {
-	if len(w.suspects) == 0 {
+	if !w.blockHot && !w.blockBlind {
 		return nil
 	}
-	if w.taintBlock {
-		w.taint = taintYes
+	hot, err := w.fact(ctx, tx, &w.hot, hotAddr)
+	if err != nil {
+		return err
 	}
-	if w.taint == taintUnknown {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM evm_untrusted_balances WHERE chain_key = $1 LIMIT 1`, w.chain).Scan(&one)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			w.taint = taintNo
-		case err != nil:
-			return fmt.Errorf("evm: read untrusted balances: %w", err)
-		default:
-			w.taint = taintYes
-		}
+	if w.blockHot && !hot {
+		w.hot = factYes
+		w.untrusted.args = append(w.untrusted.args, hotAddr)
 	}
-	if w.taint != taintYes {
+	if !w.blockBlind || w.hot != factYes {
 		return nil
 	}
-	for _, a := range w.suspects {
-		if _, ok := w.knownU[a]; ok {
-			continue
-		}
-		w.knownU[a] = struct{}{}
-		w.untrusted.args = append(w.untrusted.args, w.raw(a))
+	all, err := w.fact(ctx, tx, &w.all, allAddr)
+	if err != nil {
+		return err
+	}
+	if !all {
+		w.all = factYes
+		w.untrusted.args = append(w.untrusted.args, allAddr)
 	}
 	return nil
+}
+
+// fact reports whether the chain has the fact keyed addr, reading it once.
+func (w *writer) fact(ctx context.Context, tx *store.Tx, state *int, addr []byte) (bool, error) {
+	if *state == factUnknown {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM evm_untrusted_balances WHERE chain_key = $1 AND address = $2`, w.chain, addr).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			*state = factNo
+		case err != nil:
+			return false, fmt.Errorf("evm: read untrusted balances: %w", err)
+		default:
+			*state = factYes
+		}
+	}
+	return *state == factYes, nil
 }
 
 // clampInt64 stores a node's gas figure (uint64) in a BIGINT column.

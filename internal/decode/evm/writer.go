@@ -159,13 +159,10 @@ type writer struct {
 	dirtyT   map[tokenKey]dirtyBalance
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
-	// knownU: addresses known to have an evm_untrusted_balances row.
-	knownU map[common.Address]struct{}
-	// Untrusted balances (trace.go): the block's suspects, whether one of
-	// its txs taints the chain, and whether the chain is tainted.
-	suspects   []common.Address
-	taintBlock bool
-	taint      int
+	// Untrusted balances (trace.go): what the block says, and the chain's
+	// facts as known.
+	blockHot, blockBlind bool
+	hot, all             int
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -200,7 +197,6 @@ func newWriter(log *slog.Logger) *writer {
 		dirtyT:    make(map[tokenKey]dirtyBalance),
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
-		knownU:    make(map[common.Address]struct{}),
 		idxN:      make(map[string]int),
 		blocks:    rowSet{spec: insBlocks},
 		txs:       rowSet{spec: insTxs},
@@ -241,8 +237,7 @@ func (w *writer) dropCaches() {
 	clear(w.dirtyT)
 	clear(w.knownC)
 	clear(w.knownNFT)
-	clear(w.knownU)
-	w.taint = taintUnknown
+	w.hot, w.all = factUnknown, factUnknown
 	w.complete = false
 }
 
@@ -266,9 +261,6 @@ func (w *writer) begin(chain string, b *block) {
 	if len(w.knownNFT) > w.maxCached {
 		clear(w.knownNFT)
 	}
-	if len(w.knownU) > w.maxCached {
-		clear(w.knownU)
-	}
 	w.chain, w.b, w.time = chain, b, int64(b.timestamp)
 	clear(w.addrs)
 	clear(w.raws)
@@ -279,7 +271,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.nftOrd = w.nftOrd[:0]
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
-	w.suspects, w.taintBlock = w.suspects[:0], false
+	w.blockHot, w.blockBlind = false, false
 	w.nbig = 0
 	for _, r := range w.sets() {
 		r.reset()
@@ -289,7 +281,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} {
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} { // untrusted: since_block
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
 	w.internals.blockArgs = append(w.internals.blockArgs, chain, num, b.hash[:], w.time)
@@ -475,9 +467,8 @@ func (w *writer) collect() error {
 
 		if b.hasTraces {
 			w.collectFrames(i, txHash, t)
-		} else {
-			w.markUntrusted(t)
 		}
+		w.noteUntrusted(t)
 		for j := range t.logs {
 			if err := w.collectLog(i, txHash, &t.logs[j]); err != nil {
 				return fmt.Errorf("tx %s log %d: %w", t.hash.Hex(), j, err)

@@ -31,9 +31,12 @@ CREATE TABLE IF NOT EXISTS evm_address_internals (
     trace_index  INTEGER NOT NULL,
     PRIMARY KEY (chain_key, address, block_number, tx_index, trace_index)
 ) WITHOUT ROWID;
--- Addresses whose computed native balance may miss value moved inside contract
--- execution, from since_block on: written for blocks indexed without call traces.
--- The API reads their balance from the node instead.
+-- Facts about a chain's computed native balances, each from since_block on
+-- (internal/decode/evm/trace.go): address x'00' = value has entered contracts;
+-- address x'' (empty) = a block indexed without call traces ran code while
+-- contracts may hold value: no computed balance is vouched for from there on,
+-- and the API reads native balances from the node. Keyed by address so that
+-- per-address facts can join later.
 CREATE TABLE IF NOT EXISTS evm_untrusted_balances (
     chain_key   TEXT NOT NULL,
     address     BLOB NOT NULL,

@@ -11,17 +11,16 @@ import (
 	"github.com/ava-labs/libevm/common"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
-	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
-// Native balances the index cannot vouch for. A block indexed without call
-// traces marks the addresses whose computed balance may miss value moved
-// inside contract execution (evm_untrusted_balances, written by
-// internal/decode/evm). For such an address at a block at or after its mark
-// the balance is the node's eth_getBalance at that block (an archive node
-// answers any height), cached per chain, block and address; without a node,
-// or when the node cannot answer, the response is a 503 saying the figure
-// is unavailable. Never the computed figure, which may be wrong.
+// Native balances the index cannot vouch for. Once a block indexed without
+// call traces ran contract code while contracts may hold value, value may
+// have moved inside that code to anyone (internal/decode/evm/trace.go
+// records the block: evm_untrusted_balances, address x''). At and after it
+// the balance is the node's eth_getBalance at the block asked (an archive
+// node answers any height), cached per chain, block and address; without a
+// node, or when the node cannot answer, the response is a 503 saying the
+// figure is unavailable. Never the computed figure, which may be wrong.
 
 // BalanceNode reads a native balance from a chain's node (eth_getBalance);
 // *source.EVM is one.
@@ -61,17 +60,17 @@ func (c *nodeBalances) put(k nodeBalanceKey, v string) {
 	c.m[k] = v
 }
 
-// untrustedSince is the block from which address's computed balance may be
-// wrong (ok false: it can be trusted at every block).
+// untrustedSince is the block from which the chain's computed balances may
+// be wrong (ok false: they can be trusted at every block).
 func (h *handlers) untrustedSince(ctx context.Context, q *chainReq) (int64, bool, error) {
 	var since int64
 	err := h.d.DB.QueryRowContext(ctx, `SELECT since_block FROM evm_untrusted_balances WHERE chain_key = $1 AND address = $2`,
-		q.chain.Key, store.Hex(q.addr)).Scan(&since)
+		q.chain.Key, []byte{}).Scan(&since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {
-		return 0, false, fmt.Errorf("balance trust of %s: %w", q.addr, err)
+		return 0, false, fmt.Errorf("balance trust of chain %s: %w", q.chain.Key, err)
 	}
 	return since, true, nil
 }
@@ -83,7 +82,7 @@ func (h *handlers) nodeBalance(ctx context.Context, q *chainReq, n int64) (strin
 		return v, nil
 	}
 	why := fmt.Sprintf("the native balance of %s at block %d is unavailable: chain %s was indexed without call traces "+
-		"and this address took part in contract calls, so the index's figure may miss value moved inside them", q.addr, n, q.chain.EVMChainID)
+		"while contracts held value, so the index's figure may miss value moved inside contract calls", q.addr, n, q.chain.EVMChainID)
 	node := h.d.BalanceNodes[q.chain.Key]
 	if node == nil {
 		return "", api.Unavailable(why + "; no node is configured to ask")
