@@ -100,6 +100,7 @@ func NewEVM(ctx context.Context, rawURL string, opts EVMOptions) (*EVM, error) {
 	e := &EVM{url: rawURL, c: c, hc: hc, answers: make(chan []byte, opts.Concurrency), retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}
 	if opts.Traces == TracesOff {
 		e.traces.state.Store(tracesOff)
+		e.traces.configured = true
 	}
 	return e, nil
 }

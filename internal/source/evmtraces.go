@@ -34,7 +34,8 @@ const maxTracedBatch = 333
 const traceRequest = `{"tracer":"callTracer"}`
 
 type traceState struct {
-	state atomic.Int32
+	state      atomic.Int32
+	configured bool // off by configuration (TracesOff), not by the node
 }
 
 func (t *traceState) want() bool { return t.state.Load() != tracesOff }
@@ -49,9 +50,12 @@ func (e *EVM) TraceNotice() string {
 	if e.traces.state.Load() != tracesOff {
 		return ""
 	}
-	return "no call traces (the node does not serve debug_traceBlockByNumber; enable the debug-tracer API): " +
-		"internal transactions are not indexed, and native balances of addresses that took part in contract calls " +
-		"are read from the node (eth_getBalance)"
+	why := "the node does not serve debug_traceBlockByNumber; enable its debug-tracer API"
+	if e.traces.configured {
+		why = "not fetched by configuration"
+	}
+	return "no call traces (" + why + "): internal transactions are not indexed, and native balances " +
+		"are read from the node (eth_getBalance) once contracts hold value"
 }
 
 // IsMethodMissing recognises a node's "no such method" answer.
