@@ -40,7 +40,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB
 	}
 	set, err := chains.Build(ctx, chains.Options{
 		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
-		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency,
+		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency, Traces: traceMode(cfg),
 	})
 	if err != nil {
 		db.Close()
@@ -154,6 +154,14 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 		err = ierr
 	}
 	return err
+}
+
+// traceMode is the EVM sources' call-trace setting.
+func traceMode(cfg *config.Config) source.TraceMode {
+	if cfg.NoTraces {
+		return source.TracesOff
+	}
+	return source.TracesAuto
 }
 
 // buildAPI registers every interface on one router.
