@@ -281,7 +281,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} { // untrusted: since_block
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
 	w.internals.blockArgs = append(w.internals.blockArgs, chain, num, b.hash[:], w.time)
