@@ -175,7 +175,6 @@ type writer struct {
 	nnftPool int
 	conPool  []*contractState
 	nconPool int
-	tmp2     big.Int
 
 	pg pgWriter
 }
