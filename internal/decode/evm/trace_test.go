@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"strings"
 	"testing"
 
 	"github.com/ava-labs/libevm/common"
@@ -145,4 +146,62 @@ func TestUntracedGeneratedChain(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Hostile traces fail the block with an error, never a panic or a silent
+// half-applied block.
+func TestHostileTraces(t *testing.T) {
+	gen := NewTracedGenerator(5, 4)
+	var blk ingest.RawBlock
+	for i := 0; i < 4; i++ {
+		blk = gen.Next()
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(blk.Bytes, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var traces []map[string]json.RawMessage
+	if err := json.Unmarshal(doc["traces"], &traces); err != nil || len(traces) != 4 {
+		t.Fatalf("traces: %v (%d)", err, len(traces))
+	}
+	deep := `{"type":"CALL","from":"0x0000000000000000000000000000000000000001","to":"0x0000000000000000000000000000000000000002","calls":[`
+	nested := strings.Repeat(deep, 1200) + strings.Repeat(`]}`, 1200)
+	for _, tt := range []struct {
+		name string
+		edit func(tr []map[string]json.RawMessage) any
+	}{
+		{"fewer traces", func(tr []map[string]json.RawMessage) any { return tr[:3] }},
+		{"more traces", func(tr []map[string]json.RawMessage) any { return append(tr, tr[0]) }},
+		{"swapped", func(tr []map[string]json.RawMessage) any { tr[0], tr[1] = tr[1], tr[0]; return tr }},
+		{"null result", func(tr []map[string]json.RawMessage) any { tr[2]["result"] = json.RawMessage(`null`); return tr }},
+		{"not a frame", func(tr []map[string]json.RawMessage) any { tr[2]["result"] = json.RawMessage(`[1]`); return tr }},
+		{"bad value", func(tr []map[string]json.RawMessage) any {
+			tr[2]["result"] = json.RawMessage(`{"type":"CALL","from":"0x0000000000000000000000000000000000000001","to":"0x0000000000000000000000000000000000000002","calls":[{"type":"CALL","from":"0x0000000000000000000000000000000000000001","to":"0x0000000000000000000000000000000000000002","value":"-1"}]}`)
+			return tr
+		}},
+		{"frame without from", func(tr []map[string]json.RawMessage) any {
+			tr[2]["result"] = json.RawMessage(`{"type":"CALL","from":"0x0000000000000000000000000000000000000001","to":"0x0000000000000000000000000000000000000002","calls":[{"type":"CALL","to":"0x0000000000000000000000000000000000000002"}]}`)
+			return tr
+		}},
+		{"too deep", func(tr []map[string]json.RawMessage) any { tr[2]["result"] = json.RawMessage(nested); return tr }},
+		{"not an array", func([]map[string]json.RawMessage) any { return map[string]int{"a": 1} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var cp []map[string]json.RawMessage
+			json.Unmarshal(doc["traces"], &cp) //nolint:errcheck // decoded above
+			edited, err := json.Marshal(tt.edit(cp))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := map[string]json.RawMessage{"block": doc["block"], "receipts": doc["receipts"], "traces": edited}
+			body, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b block
+			if err := b.parse(body); err == nil {
+				t.Fatalf("accepted traces %.200s", edited)
+			}
+		})
+	}
 }
