@@ -35,6 +35,7 @@ func envInt(name string, def int) int {
 //	APIBENCH_REQUESTS   5000 requests per endpoint at most
 //	APIBENCH_DIR        the cache (DefaultCacheDir(), with -smoke for the smoke scale)
 //	APIBENCH_SCALE      full, or smoke (a tiny dataset, to try the harness)
+//	APIBENCH_EVM_BLOCKS the EVM chain's blocks instead of the scale's
 //
 // go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
 func BenchmarkAPI(b *testing.B) {
@@ -42,6 +43,12 @@ func BenchmarkAPI(b *testing.B) {
 	if os.Getenv("APIBENCH_SCALE") == "smoke" {
 		// Its own cache: a cache of another configuration is regenerated.
 		cfg, scale = SmokeConfig(), "-smoke"
+	}
+	if n := envInt("APIBENCH_EVM_BLOCKS", 0); n > 0 {
+		// A dataset of another EVM size, e.g. the smoke one with enough
+		// blocks to measure the EVM listings: its own cache.
+		cfg.EVMBlocks = n
+		scale += fmt.Sprintf("-evm%d", n)
 	}
 	backends := strings.Split(os.Getenv("APIBENCH_BACKENDS"), ",")
 	if os.Getenv("APIBENCH_BACKENDS") == "" {
