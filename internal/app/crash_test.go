@@ -35,7 +35,8 @@ func TestMain(m *testing.M) {
 }
 
 // volatile columns differ between runs by design (wall-clock times, rates).
-var volatile = map[string]bool{"updated_at": true, "rate": true, "node_height": true, "applied_at": true, "created_at": true}
+var volatile = map[string]bool{"updated_at": true, "rate": true, "node_height": true, "applied_at": true, "created_at": true,
+	"notice_since": true, "stalled_since": true}
 
 // dump fingerprints every table of the index, row by row, in a stable order.
 func dump(t *testing.T, db *store.DB) map[string]string {

@@ -199,7 +199,7 @@ func TestOneWriter(t *testing.T) {
 	}
 	defer w.Release()
 	for _, cmd := range []string{"serve", "index", "reindex"} {
-		err := Run(ctx, cmd, []string{"--db", dsn, "--node", "http://127.0.0.1:1", "--listen", "127.0.0.1:0"}, io.Discard, io.Discard)
+		err := Run(ctx, cmd, []string{"--db", dsn, "--node", "http://127.0.0.1:1"}, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "another process is writing to this database") || !strings.Contains(err.Error(), "the indexer under test") {
 			t.Errorf("%s: %v", cmd, err)
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/export"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
 )
@@ -65,6 +66,7 @@ func chainOptions(cfg *config.Config, log *slog.Logger) (chains.Options, error) 
 	o := chains.Options{
 		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
 		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency, EVMGenesis: map[uint64]map[common.Address]*big.Int{},
+		Traces: traceMode(cfg),
 	}
 	for _, a := range cfg.ICMAllow {
 		o.ICMAllow = append(o.ICMAllow, common.HexToAddress(a))
@@ -307,6 +309,14 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 	return err
 }
 
+// traceMode is the EVM sources' call-trace setting.
+func traceMode(cfg *config.Config) source.TraceMode {
+	if cfg.NoTraces {
+		return source.TracesOff
+	}
+	return source.TracesAuto
+}
+
 // buildAPI registers every interface on one router.
 // Closers it returns release what the interfaces hold (p2p connections, workers).
 func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set, guard *api.Guard, log *slog.Logger) (_ http.Handler, closers []func(), _ error) {
@@ -345,8 +355,20 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr})
 	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
+	// Balances the index cannot vouch for are asked from the chains' nodes
+	// while a request waits: a short retry policy of its own.
+	balanceNodes := map[string]evmdata.BalanceNode{}
+	for k, n := range set.EVMNodes() {
+		c, err := source.NewEVM(ctx, n.URL(), source.EVMOptions{Traces: source.TracesOff,
+			Retry: source.Retry{MaxAttempts: 2, AttemptTimeout: 5 * time.Second, Logger: log}})
+		if err != nil {
+			return nil, closers, err
+		}
+		closers = append(closers, c.Close)
+		balanceNodes[k] = c
+	}
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
-		Enrichment: enrichapi.EVM(enr)})
+		Enrichment: enrichapi.EVM(enr), BalanceNodes: balanceNodes})
 
 	publicURL := cfg.PublicURL
 	if publicURL == "" {

@@ -48,7 +48,10 @@ type Options struct {
 	EVMGenesis map[uint64]map[common.Address]*big.Int
 	// ICMAllow and ICMDeny: see icm.Config.
 	ICMAllow, ICMDeny []common.Address
-	Log               *slog.Logger
+	// Traces: whether EVM blocks are fetched with their call traces
+	// (source.TracesAuto: when the node serves them).
+	Traces source.TraceMode
+	Log    *slog.Logger
 }
 
 // Set is the network and the chains built for it.
@@ -184,7 +187,7 @@ func newSet(o Options) (*Set, error) {
 		return nil, err
 	}
 	return &Set{Node: node, opts: o, l1URLs: map[ids.ID]string{},
-		evmOpts: source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry}}, nil
+		evmOpts: source.EVMOptions{BatchSize: o.RPCBatch, Concurrency: o.RPCConcurrency, Retry: o.Retry, Traces: o.Traces}}, nil
 }
 
 func (s *Set) loadGenesis(networkID uint32) error {
@@ -274,6 +277,17 @@ func (s *Set) evmChain(c evmChain) (ingest.Chain, error) {
 		ch.Source, ch.FetchSize = &EVMSource{EVM: c.src}, c.src.ParallelHeights()
 	}
 	return ch, nil
+}
+
+// EVMNodes are the EVM chains' node clients by chain key.
+func (s *Set) EVMNodes() map[string]*source.EVM {
+	out := map[string]*source.EVM{}
+	for _, c := range s.Chains {
+		if src, ok := c.Source.(*EVMSource); ok {
+			out[c.Key] = src.EVM
+		}
+	}
+	return out
 }
 
 // nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.
@@ -398,6 +412,9 @@ func (s ICMSink) DerivedTables() []string { return s.Indexer.DerivedTables() }
 type EVMSource struct{ EVM *source.EVM }
 
 func (s *EVMSource) Tip(ctx context.Context) (uint64, error) { return s.EVM.BlockNumber(ctx) }
+
+// Notice says when blocks are fetched without call traces (status shows it).
+func (s *EVMSource) Notice() string { return s.EVM.TraceNotice() }
 
 func (s *EVMSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
 	blocks, err := s.EVM.Blocks(ctx, from, to)

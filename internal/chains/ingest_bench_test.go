@@ -72,7 +72,10 @@ const (
 // to stderr), BENCH_SQLITE_PRAGMAS ("name=value;..." run on the SQLite
 // writer), BENCH_PG_SETUP ("statement;..." run on the PostgreSQL database
 // first), BENCH_FULL (the indexer as `permafrost index` wires it: with the
-// ICM log sink and the metrics rollups).
+// ICM log sink and the metrics rollups), BENCH_TRACES (on: the node serves
+// the traced generator's chain, wrapper payments inside contract calls, and
+// its call traces, which the source fetches; off: the same chain fetched
+// without traces; unset: the untraced chain).
 func BenchmarkIngestEVM(b *testing.B) {
 	n := envInt(b, "BENCH_BLOCKS", 5000)
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
@@ -80,6 +83,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
 	url, nodePID := startNode(b, n)
 	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	traces := source.TracesAuto
+	if os.Getenv("BENCH_TRACES") == "off" {
+		traces = source.TracesOff
+	}
 	full := os.Getenv("BENCH_FULL") != ""
 
 	for _, backend := range storetest.Backends {
@@ -99,7 +106,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 					dsn = "sqlite:" + keep
 				}
 				db := storetest.Open(b, dsn)
-				src, err := source.NewEVM(context.Background(), url, source.EVMOptions{BatchSize: rpcBatch, Concurrency: rpcConc})
+				src, err := source.NewEVM(context.Background(), url, source.EVMOptions{BatchSize: rpcBatch, Concurrency: rpcConc, Traces: traces})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -280,7 +287,16 @@ func runNode() int {
 		fmt.Fprintf(os.Stderr, "node: %s=%q\n", nodeEnv, os.Getenv(nodeEnv))
 		return 2
 	}
-	node, err := evmsim.New(43112, evm.GenerateBlocks(n, benchTxPerBlock, 1))
+	var blocks []ingest.RawBlock
+	if os.Getenv("BENCH_TRACES") != "" {
+		g := evm.NewTracedGenerator(1, benchTxPerBlock)
+		for i := 0; i < n; i++ {
+			blocks = append(blocks, g.Next())
+		}
+	} else {
+		blocks = evm.GenerateBlocks(n, benchTxPerBlock, 1)
+	}
+	node, err := evmsim.New(43112, blocks)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "node:", err)
 		return 1

@@ -35,7 +35,10 @@ type Config struct {
 	// defaults).
 	RPCBatch       int
 	RPCConcurrency int
-	Poll           time.Duration
+	// NoTraces: EVM blocks are fetched without call traces even when the
+	// node serves them (docs/operations.md).
+	NoTraces bool
+	Poll     time.Duration
 	// PublicURL is the absolute base URL clients reach this server at (export download links).
 	PublicURL string
 	ExportDir string
@@ -105,6 +108,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.IntVar(&c.BatchSize, "batch-size", 256, "blocks per write transaction (SQLite writes pages shared by several blocks once per commit)")
 	fs.IntVar(&c.RPCBatch, "rpc-batch", 0, "EVM chains: heights per JSON-RPC batch, 1..500 (0: 20)")
 	fs.IntVar(&c.RPCConcurrency, "rpc-concurrency", 0, "EVM chains: JSON-RPC batches in flight, 1..64 (0: 4; 1 suits a node on the same machine)")
+	fs.BoolVar(&c.NoTraces, "no-traces", false, "EVM chains: do not fetch call traces (debug_traceBlockByNumber) even when the node serves them")
 	fs.DurationVar(&c.Poll, "poll", time.Second, "how often to ask the node for new blocks at the tip")
 	fs.StringVar(&c.PublicURL, "public-url", "", "absolute base URL of this server (default http://<listen>)")
 	fs.StringVar(&c.ExportDir, "export-dir", "./data/exports", "directory for export files")

@@ -1,6 +1,8 @@
 // Package evmsim is a local EVM JSON-RPC node that serves pre-built blocks
 // (e.g. from the evm package's generator): eth_chainId, eth_blockNumber,
-// eth_getBlockByNumber and eth_getBlockReceipts, single or batched. The ingest
+// eth_getBlockByNumber, eth_getBlockReceipts and, for blocks that carry
+// "traces", debug_traceBlockByNumber (the callTracer answer stored with the
+// block; a node without traced blocks has no such method), single or batched. The ingest
 // benchmark fetches from it over loopback exactly as from a real node.
 package evmsim
 
@@ -22,6 +24,8 @@ type Node struct {
 	chainID  uint64
 	blocks   []json.RawMessage
 	receipts []json.RawMessage
+	traces   []json.RawMessage
+	traced   bool
 }
 
 // New splits raw blocks ({"block":..,"receipts":..}) for serving.
@@ -31,12 +35,15 @@ func New(chainID uint64, raw []ingest.RawBlock) (*Node, error) {
 		var v struct {
 			Block    json.RawMessage `json:"block"`
 			Receipts json.RawMessage `json:"receipts"`
+			Traces   json.RawMessage `json:"traces"`
 		}
 		if err := json.Unmarshal(rb.Bytes, &v); err != nil {
 			return nil, fmt.Errorf("evmsim: block %d: %w", rb.Height, err)
 		}
 		n.blocks = append(n.blocks, v.Block)
 		n.receipts = append(n.receipts, v.Receipts)
+		n.traces = append(n.traces, v.Traces)
+		n.traced = n.traced || v.Traces != nil
 	}
 	return n, nil
 }
@@ -122,6 +129,22 @@ func (n *Node) answer(out *bufio.Writer, req request) {
 			out.WriteByte('}')
 		} else {
 			out.WriteString(`"result":null}`)
+		}
+	case "debug_traceBlockByNumber":
+		if !n.traced {
+			fmt.Fprintf(out, `"error":{"code":-32601,"message":"the method %s does not exist/is not available"}}`, req.Method)
+			break
+		}
+		h, ok := height()
+		switch {
+		case !ok:
+			out.WriteString(`"error":{"code":-32000,"message":"block not found"}}`)
+		case n.traces[h] == nil:
+			out.WriteString(`"error":{"code":-32000,"message":"genesis is not traceable"}}`)
+		default:
+			out.WriteString(`"result":`)
+			out.Write(n.traces[h])
+			out.WriteByte('}')
 		}
 	default:
 		fmt.Fprintf(out, `"error":{"code":-32601,"message":"the method %s does not exist/is not available"}}`, req.Method)

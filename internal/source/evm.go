@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/url"
 
+	"github.com/ava-labs/libevm/common"
 	"github.com/ava-labs/libevm/common/hexutil"
 	"github.com/ava-labs/libevm/rpc"
 )
@@ -32,7 +34,20 @@ type EVMOptions struct {
 	Concurrency int
 	// HTTPClient sends the requests (default: a new http.Client).
 	HTTPClient *http.Client
+	// Traces says whether Blocks also fetches each height's call traces
+	// (debug_traceBlockByNumber with the callTracer): TracesAuto (the
+	// default) asks and stops asking once the node says it has no such
+	// method; TracesOff never asks.
+	Traces TraceMode
 }
+
+// TraceMode selects whether call traces are fetched with the blocks.
+type TraceMode int
+
+const (
+	TracesAuto TraceMode = iota
+	TracesOff
+)
 
 // EVM reads an EVM JSON-RPC endpoint (the C-chain at base+PathCRPC, or an
 // L1's URL) with libevm's rpc client. Blocks are kept as the node's raw JSON:
@@ -45,6 +60,7 @@ type EVM struct {
 	retry       Retry
 	batchSize   int
 	concurrency int
+	traces      traceState
 }
 
 // ParallelHeights is how many heights one Blocks call fetches with every
@@ -81,7 +97,12 @@ func NewEVM(ctx context.Context, rawURL string, opts EVMOptions) (*EVM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source: EVM client for %s: %w", rawURL, err)
 	}
-	return &EVM{url: rawURL, c: c, hc: hc, answers: make(chan []byte, opts.Concurrency), retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}, nil
+	e := &EVM{url: rawURL, c: c, hc: hc, answers: make(chan []byte, opts.Concurrency), retry: opts.Retry, batchSize: opts.BatchSize, concurrency: opts.Concurrency}
+	if opts.Traces == TracesOff {
+		e.traces.state.Store(tracesOff)
+		e.traces.configured = true
+	}
+	return e, nil
 }
 
 // Close releases the client.
@@ -202,22 +223,41 @@ type RawEVMBlock struct {
 	Block json.RawMessage
 	// Receipts is the result of eth_getBlockReceipts(n), verbatim.
 	Receipts json.RawMessage
-	// doc is Bytes() when Block and Receipts are slices of it.
+	// Traces is the result of debug_traceBlockByNumber(n, {tracer:
+	// callTracer}) verbatim (one {txHash, result} per tx, in tx order), or
+	// nil when the block was fetched without traces. The genesis block,
+	// which nodes refuse to trace, has the empty list.
+	Traces json.RawMessage
+	// doc is Bytes() when Block, Receipts and Traces are slices of it.
 	doc []byte
 }
 
 // Bytes is the raw-block form the ingester stores:
-// {"block":<Block>,"receipts":<Receipts>}.
+// {"block":<Block>,"receipts":<Receipts>} and, with traces,
+// {"block":...,"receipts":...,"traces":<Traces>}.
 func (b *RawEVMBlock) Bytes() []byte {
 	if b.doc != nil {
 		return b.doc
 	}
-	out := make([]byte, 0, len(b.Block)+len(b.Receipts)+24)
+	out := make([]byte, 0, len(b.Block)+len(b.Receipts)+len(b.Traces)+36)
 	out = append(out, `{"block":`...)
 	out = append(out, b.Block...)
 	out = append(out, `,"receipts":`...)
 	out = append(out, b.Receipts...)
+	if b.Traces != nil {
+		out = append(out, `,"traces":`...)
+		out = append(out, b.Traces...)
+	}
 	return append(out, '}')
+}
+
+// Balance returns eth_getBalance(addr, block) in wei.
+func (e *EVM) Balance(ctx context.Context, addr common.Address, block uint64) (*big.Int, error) {
+	var v hexutil.Big
+	if err := e.Call(ctx, "eth_getBalance", []any{addr, hexutil.EncodeUint64(block)}, &v); err != nil {
+		return nil, err
+	}
+	return v.ToInt(), nil
 }
 
 // fromLibevm maps libevm rpc errors to ours.

@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -54,10 +55,14 @@ func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error
 		firstErr error
 	)
 	sem := make(chan struct{}, e.concurrency)
+	step := e.batchSize
+	if e.traces.want() {
+		step = min(step, maxTracedBatch)
+	}
 	for lo := from; ; {
 		hi := to
-		if to-lo >= uint64(e.batchSize) {
-			hi = lo + uint64(e.batchSize) - 1
+		if to-lo >= uint64(step) {
+			hi = lo + uint64(step) - 1
 		}
 		select {
 		case sem <- struct{}{}:
@@ -97,18 +102,27 @@ func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error
 	return out, nil
 }
 
-// fetchRange is one attempt at heights lo..hi into dst.
+// fetchRange is one attempt at heights lo..hi into dst: per height the
+// block, its receipts and, unless tracing is off, its call traces.
 func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock) error {
 	n := int(hi - lo + 1)
-	req := make([]byte, 0, n*150)
+	per := 2
+	traced := e.traces.want()
+	if traced {
+		per = 3
+	}
+	req := make([]byte, 0, n*per*80)
 	req = append(req, '[')
 	for i := 0; i < n; i++ {
 		h := strconv.AppendUint([]byte(`"0x`), lo+uint64(i), 16)
 		if i > 0 {
 			req = append(req, ',')
 		}
-		req = fmt.Appendf(req, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":[%s",true]},`, 2*i, h)
-		req = fmt.Appendf(req, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockReceipts","params":[%s"]}`, 2*i+1, h)
+		req = fmt.Appendf(req, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockByNumber","params":[%s",true]},`, per*i, h)
+		req = fmt.Appendf(req, `{"jsonrpc":"2.0","id":%d,"method":"eth_getBlockReceipts","params":[%s"]}`, per*i+1, h)
+		if traced {
+			req = fmt.Appendf(req, `,{"jsonrpc":"2.0","id":%d,"method":"debug_traceBlockByNumber","params":[%s",%s]}`, per*i+2, h, traceRequest)
+		}
 	}
 	req = append(req, ']')
 	body, err := e.post(ctx, req)
@@ -116,25 +130,45 @@ func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock) 
 		return err
 	}
 	defer e.putAnswer(body) // the blocks kept are copies
-	results, err := splitBatch(body, 2*n)
+	results, err := splitBatch(body, per*n)
 	if err != nil {
 		return err
 	}
 	for i, r := range results {
-		if r.err != nil {
-			method := "eth_getBlockByNumber"
-			if i%2 == 1 {
-				method = "eth_getBlockReceipts"
-			}
-			return fmt.Errorf("%s(%d): %w", method, lo+uint64(i/2), r.err)
+		if r.err == nil {
+			continue
+		}
+		h := lo + uint64(i/per)
+		switch i % per {
+		case 0:
+			return fmt.Errorf("eth_getBlockByNumber(%d): %w", h, r.err)
+		case 1:
+			return fmt.Errorf("eth_getBlockReceipts(%d): %w", h, r.err)
+		}
+		switch {
+		case IsMethodMissing(r.err):
+			e.tracesMissing(r.err)
+			traced = false
+		case h == 0:
+			// "genesis is not traceable": it has no transactions.
+			results[i] = batchResult{result: []byte("[]"), seen: true}
+		default:
+			return fmt.Errorf("debug_traceBlockByNumber(%d): %w", h, r.err)
 		}
 	}
 	for i := 0; i < n; i++ {
-		b, err := parseRawBlock(lo+uint64(i), results[2*i].result, results[2*i+1].result)
+		var traces []byte
+		if traced {
+			traces = results[per*i+2].result
+		}
+		b, err := parseRawBlock(lo+uint64(i), results[per*i].result, results[per*i+1].result, traces)
 		if err != nil {
 			return err
 		}
 		dst[i] = b
+	}
+	if traced {
+		e.traces.state.CompareAndSwap(tracesUnknown, tracesOn)
 	}
 	return nil
 }
@@ -323,9 +357,10 @@ func parseRPCError(s *jsonscan.Scanner) (*RPCError, error) {
 
 var null = []byte("null")
 
-// parseRawBlock checks one height's block and receipts (both already
-// validated JSON) and keeps a copy of them verbatim, in Bytes()'s form.
-func parseRawBlock(h uint64, block, receipts []byte) (RawEVMBlock, error) {
+// parseRawBlock checks one height's block, receipts and traces (nil: none;
+// all already validated JSON) and keeps a copy of them verbatim, in
+// Bytes()'s form.
+func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error) {
 	if len(block) == 0 || bytes.Equal(block, null) {
 		return RawEVMBlock{}, fmt.Errorf("%w: block %d: %w", ErrInconsistent, h, ErrNotFound)
 	}
@@ -443,15 +478,28 @@ func parseRawBlock(h uint64, block, receipts []byte) (RawEVMBlock, error) {
 	if count != len(txHashes) {
 		return RawEVMBlock{}, fmt.Errorf("%w: block %d has %d txs but %d receipts", ErrInconsistent, h, len(txHashes), count)
 	}
-	doc := make([]byte, 0, len(block)+len(receipts)+24)
+	if traces != nil {
+		if err := checkTraces(h, traces, txHashes); err != nil {
+			return RawEVMBlock{}, err
+		}
+	}
+	doc := make([]byte, 0, len(block)+len(receipts)+len(traces)+36)
 	doc = append(doc, `{"block":`...)
 	doc = append(doc, block...)
 	doc = append(doc, `,"receipts":`...)
 	doc = append(doc, receipts...)
-	doc = append(doc, '}')
 	bStart := len(`{"block":`)
 	rStart := bStart + len(block) + len(`,"receipts":`)
+	var tr json.RawMessage
+	if traces != nil {
+		doc = append(doc, `,"traces":`...)
+		tStart := len(doc)
+		doc = append(doc, traces...)
+		tr = doc[tStart:len(doc):len(doc)]
+	}
+	doc = append(doc, '}')
 	return RawEVMBlock{
+		Traces:     tr,
 		Height:     h,
 		Hash:       hash.Hex(),
 		ParentHash: parent.Hex(),

@@ -3,6 +3,8 @@ package source
 import (
 	"errors"
 	"testing"
+
+	"github.com/ava-labs/libevm/common"
 )
 
 func TestSplitBatch(t *testing.T) {
@@ -72,7 +74,7 @@ func FuzzSplitBatch(f *testing.F) {
 		if rs[0].err != nil || rs[1].err != nil {
 			return
 		}
-		b, err := parseRawBlock(1, rs[0].result, rs[1].result)
+		b, err := parseRawBlock(1, rs[0].result, rs[1].result, nil)
 		if err == nil && (b.Height != 1 || b.TxCount < 0) {
 			t.Fatalf("accepted %+v", b)
 		}
@@ -83,3 +85,50 @@ func FuzzSplitBatch(f *testing.F) {
 }
 
 const hash64 = "0000000000000000000000000000000000000000000000000000000000000001"
+
+func TestCheckTraces(t *testing.T) {
+	h1 := common.HexToHash("0x" + hash64)
+	h2 := common.HexToHash("0x02")
+	frame := `{"type":"CALL","from":"0x0000000000000000000000000000000000000001","to":"0x0000000000000000000000000000000000000002","value":"0x0"}`
+	tests := []struct {
+		name   string
+		traces string
+		txs    []common.Hash
+		want   error // nil: accepted
+	}{
+		{"empty block", `[]`, nil, nil},
+		{"in order", `[{"txHash":"` + h1.Hex() + `","result":` + frame + `},{"txHash":"` + h2.Hex() + `","result":` + frame + `}]`, []common.Hash{h1, h2}, nil},
+		{"no txHash (older nodes)", `[{"result":` + frame + `}]`, []common.Hash{h1}, nil},
+		{"wrong tx", `[{"txHash":"` + h2.Hex() + `","result":` + frame + `}]`, []common.Hash{h1}, ErrInconsistent},
+		{"fewer traces", `[]`, []common.Hash{h1}, ErrInconsistent},
+		{"more traces", `[{"result":` + frame + `}]`, nil, ErrInconsistent},
+		{"null", `null`, []common.Hash{h1}, ErrInconsistent},
+		{"trace error", `[{"txHash":"` + h1.Hex() + `","error":"execution timeout"}]`, []common.Hash{h1}, ErrMalformed},
+		{"result not a frame", `[{"txHash":"` + h1.Hex() + `","result":"0x"}]`, []common.Hash{h1}, ErrMalformed},
+		{"no result", `[{"txHash":"` + h1.Hex() + `"}]`, []common.Hash{h1}, ErrMalformed},
+		{"not an array", `{}`, []common.Hash{h1}, ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkTraces(7, []byte(tt.traces), tt.txs)
+			if (err == nil) != (tt.want == nil) || (tt.want != nil && !errors.Is(err, tt.want)) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsMethodMissing(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{&RPCError{Code: -32601, Message: "the method debug_traceBlockByNumber does not exist/is not available"}, true},
+		{&RPCError{Code: -32000, Message: "genesis is not traceable"}, false},
+		{errors.New("connection refused"), false},
+	} {
+		if got := IsMethodMissing(tt.err); got != tt.want {
+			t.Errorf("IsMethodMissing(%v) = %v", tt.err, got)
+		}
+	}
+}

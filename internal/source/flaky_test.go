@@ -205,7 +205,9 @@ func TestAvalancheRecoversFromFlakyNode(t *testing.T) {
 
 func TestEVMRecoversFromFlakyNode(t *testing.T) {
 	rec, _ := fixture(t)
-	clean, err := NewEVM(context.Background(), serve(t, replay.NewHandler(rec))+PathCRPC, EVMOptions{Retry: fastRetry(nil)})
+	// Traces off: the faults below edit the batch by position, two calls a
+	// height (block, receipts); trace fetching is TestBlocksTraces'.
+	clean, err := NewEVM(context.Background(), serve(t, replay.NewHandler(rec))+PathCRPC, EVMOptions{Retry: fastRetry(nil), Traces: TracesOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +254,7 @@ func TestEVMRecoversFromFlakyNode(t *testing.T) {
 			r := fastRetry(logs)
 			r.AttemptTimeout = 300 * time.Millisecond
 			// One batch, so the faults hit it in order.
-			e, err := NewEVM(context.Background(), serve(t, fl)+PathCRPC, EVMOptions{Retry: r, BatchSize: to - from + 1, Concurrency: 1})
+			e, err := NewEVM(context.Background(), serve(t, fl)+PathCRPC, EVMOptions{Retry: r, BatchSize: to - from + 1, Concurrency: 1, Traces: TracesOff})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +306,7 @@ func TestPermanentFailure(t *testing.T) {
 		return err
 	}
 	evmBlocks := func(ctx context.Context, base string, r Retry) error {
-		e, err := NewEVM(ctx, base+PathCRPC, EVMOptions{Retry: r})
+		e, err := NewEVM(ctx, base+PathCRPC, EVMOptions{Retry: r, Traces: TracesOff})
 		if err != nil {
 			return err
 		}

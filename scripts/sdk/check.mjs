@@ -95,6 +95,11 @@ const cases = {
     { chainId: facts.chainId, txHash: facts.call },
     { chainId: facts.chainId, txHash: "0x" + "ab".repeat(32), expect: "error" },
   ],
+  // devnet-a was recorded without debug-tracer: an empty listing.
+  dataEvmAddressTransactionsListInternal: [
+    { chainId: facts.chainId, address: facts.cAddr },
+    { chainId: facts.chainId, address: c.erc20, startBlock: 1, endBlock: 30, pageSize: 1 },
+  ],
   dataEvmContractsGetMetadata: [{ chainId: facts.chainId, address: c.erc20 }, { chainId: facts.chainId, address: c.erc721 }],
   dataEvmContractsListTransfers: [{ chainId: facts.chainId, address: c.erc20 }],
   dataNftsList: [{ chainId: facts.chainId, address: c.erc721 }, { chainId: facts.chainId, address: c.erc1155 }],

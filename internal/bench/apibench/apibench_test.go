@@ -37,6 +37,7 @@ func envInt(name string, def int) int {
 //	APIBENCH_SCALE      full, smoke (a tiny dataset, to try the harness), or evm
 //	                    (the full EVM chain with a tiny primary network: the
 //	                    EVM endpoints' dataset in a third of the time)
+//	APIBENCH_EVM_BLOCKS the EVM chain's blocks instead of the scale's
 //
 // go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
 func BenchmarkAPI(b *testing.B) {
@@ -47,6 +48,12 @@ func BenchmarkAPI(b *testing.B) {
 		cfg, scale = SmokeConfig(), "-smoke"
 	case "evm":
 		cfg, scale = EVMConfig(), "-evm"
+	}
+	if n := envInt("APIBENCH_EVM_BLOCKS", 0); n > 0 {
+		// A dataset of another EVM size, e.g. the smoke one with enough
+		// blocks to measure the EVM listings: its own cache.
+		cfg.EVMBlocks = n
+		scale += fmt.Sprintf("-evm%d", n)
 	}
 	backends := strings.Split(os.Getenv("APIBENCH_BACKENDS"), ",")
 	if os.Getenv("APIBENCH_BACKENDS") == "" {

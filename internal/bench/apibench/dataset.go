@@ -19,7 +19,7 @@ import (
 
 // Version names the dataset layout: a change of the generator bumps it, so
 // stale caches are regenerated rather than reused.
-const Version = "v2"
+const Version = "v3" // v2: EVM-only scale and subnets; v3: the EVM chain has call traces (internal transactions)
 
 // Config sizes a dataset.
 type Config struct {
@@ -94,6 +94,7 @@ type Manifest struct {
 	HotNodes       []string // nodes with many validation records
 	ColdNodes      []string
 	EVMHot         []string // 0x addresses with the most transactions
+	EVMWrapper     string   // the contract party to every internal transaction
 	EVMCold        []string
 	ERC20Hot       []string // tokens with the most transfers
 	ERC20Cold      []string

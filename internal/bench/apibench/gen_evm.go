@@ -291,8 +291,11 @@ func firstContracts(body []byte) []common.Address {
 
 // generateEVM indexes the C-chain.
 func (g *generator) generateEVM(ctx context.Context) error {
-	gen := evm.NewGenerator(g.cfg.Seed, g.cfg.TxPerBlock)
+	// With call traces: internal transactions (a wrapper's payments) and
+	// their value in native balances, as a node with debug-tracer gives.
+	gen := evm.NewTracedGenerator(g.cfg.Seed, g.cfg.TxPerBlock)
 	alloc := gen.Alloc()
+	g.m.EVMWrapper = lowerHex(gen.Wrapper())
 	cID := g.chainIDs["C"]
 	icmIx, err := icm.NewIndexer(icm.Config{Logger: g.quiet})
 	if err != nil {

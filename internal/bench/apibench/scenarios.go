@@ -210,6 +210,14 @@ func Scenarios(m *Manifest) []Scenario {
 		list("evm.transactions.listNative", func(r *rand.Rand) string {
 			return chain + "/addresses/" + evmAddr(r) + "/transactions:listNative" + q("pageSize", pageSize(r, "10", "100"))
 		}),
+		list("evm.transactions.listInternals", func(r *rand.Rand) string {
+			a := evmAddr(r)
+			if r.Intn(10) == 0 { // the wrapper: party to every internal tx
+				a = m.EVMWrapper
+			}
+			return chain + "/addresses/" + a + "/transactions:listInternals" + q("pageSize", pageSize(r, "10", "100"),
+				"startBlock", maybe(r, 0.2, fmt.Sprint(1+r.Int63n(m.EVMBlocks-1))))
+		}),
 		list("evm.nfts.collectionTokens", func(r *rand.Rand) string {
 			return chain + "/nfts/collections/" + collections[r.Intn(len(collections))] + "/tokens" + q("pageSize", pageSize(r, "10", "50"))
 		}),

@@ -43,6 +43,18 @@ type Generator struct {
 	pickAccount *rand.Zipf
 	pickERC20   *rand.Zipf
 	word        big.Int
+
+	// With traces (NewTracedGenerator): a WAVAX-like wrapper whose
+	// withdrawals pay native value from inside its execution, and the
+	// callTracer answer of every block. ledger is every account's native
+	// balance as the generator moves it (its own bookkeeping, the expected
+	// answer of tests); paidThirdParty are the accounts a contract paid
+	// without their calling it.
+	traced         bool
+	wrapper        common.Address
+	wrapped        []uint64 // per account, in genUnit
+	ledger         map[common.Address]*big.Int
+	paidThirdParty map[common.Address]bool
 }
 
 const (
@@ -83,7 +95,65 @@ func NewGenerator(seed int64, txPerBlock int) *Generator {
 	g.pickAccount = rand.NewZipf(g.rng, 1.1, 1, genAccounts-1)
 	g.pickERC20 = rand.NewZipf(g.rng, 1.5, 1, genERC20s-1)
 	g.nftOwner = make([][]int, genERC721s)
+	g.ledger = g.Alloc()
 	return g
+}
+
+// NewTracedGenerator is NewGenerator's chain with internal value transfers
+// and call traces: a quarter of the txs deposit into or withdraw from a
+// wrapper contract (deployed in block 1), which pays withdrawals with a
+// nested CALL to the caller, to a third party (withdrawTo), or fails its
+// payment (a reverted frame inside a successful tx). Blocks carry "traces"
+// (debug_traceBlockByNumber's callTracer answer).
+func NewTracedGenerator(seed int64, txPerBlock int) *Generator {
+	g := NewGenerator(seed, txPerBlock)
+	g.traced = true
+	g.rng.Read(g.wrapper[:])
+	g.wrapped = make([]uint64, genAccounts)
+	g.paidThirdParty = map[common.Address]bool{}
+	return g
+}
+
+// Ledger returns every account's native balance after the last generated
+// block, as the generator moved the coins (alloc, values, fees to the
+// coinbase, the wrapper's internal payments).
+func (g *Generator) Ledger() map[common.Address]*big.Int {
+	out := make(map[common.Address]*big.Int, len(g.ledger))
+	for a, v := range g.ledger {
+		out[a] = new(big.Int).Set(v)
+	}
+	return out
+}
+
+// PaidThirdParties are the accounts the wrapper paid without their calling
+// it (withdrawTo): only traces show those payments.
+func (g *Generator) PaidThirdParties() map[common.Address]bool {
+	out := make(map[common.Address]bool, len(g.paidThirdParty))
+	for a := range g.paidThirdParty {
+		out[a] = true
+	}
+	return out
+}
+
+// Wrapper is the traced chain's wrapper contract.
+func (g *Generator) Wrapper() common.Address { return g.wrapper }
+
+func (g *Generator) move(from, to common.Address, v *big.Int) {
+	if v == nil || v.Sign() == 0 {
+		return
+	}
+	f, ok := g.ledger[from]
+	if !ok {
+		f = new(big.Int)
+		g.ledger[from] = f
+	}
+	f.Sub(f, v)
+	t, ok := g.ledger[to]
+	if !ok {
+		t = new(big.Int)
+		g.ledger[to] = t
+	}
+	t.Add(t, v)
 }
 
 // Alloc is the genesis allocation: every account and the deployer hold
@@ -119,6 +189,17 @@ type genTx struct {
 	input    []byte
 	contract *common.Address
 	logs     []genLog
+	calls    []genFrame // traced: the nested frames
+}
+
+// genFrame is a nested call frame of a traced tx.
+type genFrame struct {
+	typ      string
+	from, to common.Address
+	value    *big.Int
+	gas      uint64
+	gasUsed  uint64
+	err      string
 }
 
 type genLog struct {
@@ -137,8 +218,16 @@ func (g *Generator) Next() ingest.RawBlock {
 			c := c
 			txs = append(txs, g.tx(len(g.accounts), nil, nil, 1_200_000, make([]byte, 3000), &c, nil))
 		}
+		if g.traced {
+			w := g.wrapper
+			txs = append(txs, g.tx(len(g.accounts), nil, nil, 700_000, make([]byte, 1500), &w, nil))
+		}
 	default:
 		for i := 0; i < g.txPerBlock; i++ {
+			if g.traced && g.rng.Intn(4) == 0 {
+				txs = append(txs, g.wrapperTx())
+				continue
+			}
 			txs = append(txs, g.randomTx())
 		}
 	}
@@ -162,6 +251,60 @@ func (g *Generator) tx(from int, to *common.Address, value *big.Int, gasUsed uin
 	if t.value == nil {
 		t.value = new(big.Int)
 	}
+	// Every generated tx succeeds: its value moves, its fee goes to the coinbase.
+	if to != nil {
+		g.move(t.from, *to, t.value)
+	} else if contract != nil {
+		g.move(t.from, *contract, t.value)
+	}
+	g.move(t.from, genMiner, new(big.Int).Mul(new(big.Int).SetUint64(gasUsed), big.NewInt(genPrice)))
+	return t
+}
+
+// genPrice is the effective gas price of every generated tx (base fee + tip).
+const genPrice = genBaseFee + genTip
+
+const genTip = 1_000_000_000
+
+var topicDeposit = common.HexToHash("0xe1fffcc4923d04b559f4d29a8bfc6cda04eb5b0d3c460751c2402c5c5cc9109c")
+
+// wrapperTx is a deposit into the wrapper (value at top level), or a
+// withdrawal it pays from inside its execution: to the caller, to a third
+// party, or not at all (the payment frame fails, the tx does not).
+func (g *Generator) wrapperTx() genTx {
+	from := int(g.pickAccount.Uint64())
+	w := g.wrapper
+	if g.wrapped[from] == 0 {
+		units := uint64(g.rng.Int63n(1_000_000) + 1)
+		g.wrapped[from] += units
+		v := new(big.Int).Mul(new(big.Int).SetUint64(units), genUnit)
+		logs := []genLog{{address: w, topics: []common.Hash{topicDeposit, addrTopic(g.accounts[from])},
+			data: v.FillBytes(make([]byte, 32))}}
+		return g.tx(from, &w, v, 45_000+uint64(g.rng.Intn(2000)), []byte{0xd0, 0xe3, 0x0d, 0xb0}, nil, logs)
+	}
+	units := uint64(g.rng.Int63n(int64(g.wrapped[from]))) + 1
+	v := new(big.Int).Mul(new(big.Int).SetUint64(units), genUnit)
+	dst := g.accounts[from]
+	input := make([]byte, 36)
+	copy(input, []byte{0x2e, 0x1a, 0x7d, 0x4d}) // withdraw(uint256)
+	kind := g.rng.Intn(4)
+	if kind == 1 {
+		dst = g.accounts[int(g.pickAccount.Uint64())]
+		input = make([]byte, 68)
+		copy(input, []byte{0x20, 0x5c, 0x28, 0x78}) // withdrawTo(address,uint256)
+	}
+	t := g.tx(from, &w, nil, 40_000+uint64(g.rng.Intn(5000)), input, nil, nil)
+	f := genFrame{typ: "CALL", from: w, to: dst, value: v, gas: 2300, gasUsed: 0}
+	if kind == 3 {
+		f.err = "execution reverted" // the wrapper ignores the failed payment
+	} else {
+		g.wrapped[from] -= units
+		g.move(w, dst, v)
+		if dst != g.accounts[from] {
+			g.paidThirdParty[dst] = true
+		}
+	}
+	t.calls = []genFrame{f}
 	return t
 }
 
@@ -234,8 +377,8 @@ func (g *Generator) randomTx() genTx {
 
 // encode renders {"block":...,"receipts":[...]} as coreth does.
 func (g *Generator) encode(hash common.Hash, txs []genTx) []byte {
-	const tip = 1_000_000_000
-	price := uint64(genBaseFee + tip)
+	const tip = genTip
+	price := uint64(genPrice)
 	b := make([]byte, 0, 2048+len(txs)*3000)
 	var blockBloom types.Bloom
 	var gasUsed uint64
@@ -399,8 +542,73 @@ func (g *Generator) encode(hash common.Hash, txs []genTx) []byte {
 		b = appendQty(b, uint64(i))
 		b = append(b, `,"type":"0x2"}`...)
 	}
-	b = append(b, `]}`...)
-	return b
+	b = append(b, ']')
+	if g.traced {
+		b = g.encodeTraces(b, txs)
+	}
+	return append(b, '}')
+}
+
+// encodeTraces appends ,"traces":[...]: the callTracer answer of the block.
+func (g *Generator) encodeTraces(b []byte, txs []genTx) []byte {
+	b = append(b, `,"traces":[`...)
+	for i := range txs {
+		t := &txs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"txHash":`...)
+		b = appendHexStr(b, t.hash[:])
+		b = append(b, `,"result":{"from":`...)
+		b = appendHexStr(b, t.from[:])
+		b = append(b, `,"gas":`...)
+		b = appendQty(b, t.gas)
+		b = append(b, `,"gasUsed":`...)
+		b = appendQty(b, t.gasUsed)
+		b = append(b, `,"to":`...)
+		typ := "CALL"
+		if t.to != nil {
+			b = appendHexStr(b, t.to[:])
+		} else {
+			typ = "CREATE"
+			b = appendHexStr(b, t.contract[:])
+		}
+		b = append(b, `,"input":`...)
+		b = appendHexStr(b, t.input)
+		if len(t.calls) > 0 {
+			b = append(b, `,"calls":[`...)
+			for j, f := range t.calls {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"from":`...)
+				b = appendHexStr(b, f.from[:])
+				b = append(b, `,"gas":`...)
+				b = appendQty(b, f.gas)
+				b = append(b, `,"gasUsed":`...)
+				b = appendQty(b, f.gasUsed)
+				b = append(b, `,"to":`...)
+				b = appendHexStr(b, f.to[:])
+				b = append(b, `,"input":"0x","value":`...)
+				b = appendBigQty(b, f.value)
+				if f.err != "" {
+					b = append(b, `,"error":"`...)
+					b = append(b, f.err...)
+					b = append(b, '"')
+				}
+				b = append(b, `,"type":"`...)
+				b = append(b, f.typ...)
+				b = append(b, `"}`...)
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"value":`...)
+		b = appendBigQty(b, t.value)
+		b = append(b, `,"type":"`...)
+		b = append(b, typ...)
+		b = append(b, `"}}`...)
+	}
+	return append(b, ']')
 }
 
 const hexDigits = "0123456789abcdef"

@@ -5,13 +5,15 @@
 //
 // Native balances are computed from the index alone: the genesis alloc, each
 // tx's value (successful txs only) and fee (gasUsed × effectiveGasPrice, paid
-// even when reverted), the tip (effectiveGasPrice − baseFee per gas) credited
-// to the block's coinbase (the base fee is burned), the value of a top-level
+// even when reverted) credited whole to the block's coinbase (coreth and
+// subnet-evm burn nothing themselves: the C-chain's coinbase is the
+// blackhole address), the value of a top-level
 // contract creation, and the atomic import/export effects reported by an
 // AtomicApplier. Value moved inside contract execution (calls with value,
-// selfdestruct) needs traces, which the node's block and receipts do not
-// carry: balances of addresses involved in such internal transfers differ
-// from eth_getBalance.
+// selfdestruct) needs call traces, which the node's block and receipts do
+// not carry: a block fetched with its traces (trace.go) has it applied, and
+// its internal transactions stored; a block without them marks the
+// addresses whose balance may miss such value (evm_untrusted_balances).
 package evm
 
 import (
@@ -193,6 +195,7 @@ func (ix *Indexer) DerivedTables() []string {
 		"evm_blocks", "evm_txs", "evm_address_txs", "evm_logs", "evm_transfers", "evm_contracts",
 		"evm_nft_tokens", "evm_nft_owner_history", "evm_token_balances", "evm_token_balance_history",
 		"evm_native_balances", "evm_native_balance_history",
+		"evm_internal_txs", "evm_address_internals", "evm_untrusted_balances",
 	}
 	if ix.cfg.Logs != nil {
 		t = append(t, ix.cfg.Logs.DerivedTables()...)

@@ -36,32 +36,36 @@ type block struct {
 	hasMinDelayExcess bool
 	blockExtraData    []byte // decoded bytes
 
-	txs      []txn
-	receipts int // receipts seen
-	seen     struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
+	txs       []txn
+	receipts  int  // receipts seen
+	hasTraces bool // the document has the block's call traces (frames of txs)
+	seen      struct{ number, hash, parentHash, timestamp, gasUsed, gasLimit, miner, txs, receipts bool }
 }
 
 type txn struct {
-	hash     common.Hash
-	index    uint64
-	from     common.Address
-	to       common.Address
-	hasTo    bool
-	value    big.Int
-	gas      uint64
-	gasPrice big.Int
-	hasPrice bool
-	maxFee   big.Int
-	hasMax   bool
-	maxPrio  big.Int
-	hasPrio  bool
-	nonce    uint64
-	typ      uint64
-	chainID  big.Int
-	hasChain bool
-	inputLen int
-	method   [4]byte
-	seen     struct{ hash, index, from, value, gas, nonce bool }
+	hash       common.Hash
+	index      uint64
+	from       common.Address
+	to         common.Address
+	hasTo      bool
+	value      big.Int
+	gas        uint64
+	gasPrice   big.Int
+	hasPrice   bool
+	maxFee     big.Int
+	hasMax     bool
+	maxPrio    big.Int
+	hasPrio    bool
+	nonce      uint64
+	typ        uint64
+	chainID    big.Int
+	hasChain   bool
+	inputLen   int
+	inputZeros int // zero bytes of the input (intrinsic gas)
+	alAddrs    int // access list addresses and storage keys (intrinsic gas)
+	alKeys     int
+	method     [4]byte
+	seen       struct{ hash, index, from, value, gas, nonce bool }
 
 	// from the receipt
 	status      uint64
@@ -74,6 +78,9 @@ type txn struct {
 	rseen       struct{ hash, index, status, gasUsed bool }
 	rhash       common.Hash
 	rindex      uint64
+
+	// from the call traces: the nested frames, depth first
+	frames []frame
 }
 
 type logEntry struct {
@@ -89,7 +96,7 @@ type logEntry struct {
 func (b *block) parse(raw []byte) error {
 	b.reset()
 	s := jsonscan.New(raw)
-	var receipts []byte // parsed after the block, whatever the key order
+	var receipts, traces []byte // parsed after the block, whatever the key order
 	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "block":
@@ -109,6 +116,13 @@ func (b *block) parse(raw []byte) error {
 			receipts = raw
 			b.seen.receipts = true
 			return nil
+		case "traces":
+			if s.Null() {
+				return nil
+			}
+			raw, err := s.Raw()
+			traces = raw
+			return err
 		}
 		return s.Skip()
 	})
@@ -129,6 +143,12 @@ func (b *block) parse(raw []byte) error {
 		})
 		if err != nil {
 			return fmt.Errorf("receipts: %w", err)
+		}
+	}
+	if traces != nil {
+		b.hasTraces = true
+		if err := b.parseTraces(traces); err != nil {
+			return fmt.Errorf("traces: %w", err)
 		}
 	}
 	return b.check()
@@ -214,8 +234,8 @@ func (b *block) parseHeader(s *jsonscan.Scanner) error {
 				}
 				if i < cap(b.txs) {
 					b.txs = b.txs[:i+1]
-					logs := b.txs[i].logs[:0]
-					b.txs[i] = txn{logs: logs}
+					logs, frames := b.txs[i].logs[:0], b.txs[i].frames[:0]
+					b.txs[i] = txn{logs: logs, frames: frames}
 				} else {
 					b.txs = append(b.txs, txn{})
 				}
@@ -291,6 +311,9 @@ func (b *block) parseHeader(s *jsonscan.Scanner) error {
 
 func (t *txn) parseTx(s *jsonscan.Scanner) error {
 	return s.Object(func(key []byte) error {
+		if string(key) == "accessList" {
+			return t.parseAccessList(s)
+		}
 		switch string(key) {
 		case "hash", "transactionIndex", "from", "to", "value", "gas", "gasPrice", "maxFeePerGas",
 			"maxPriorityFeePerGas", "nonce", "type", "chainId", "input":
@@ -346,6 +369,12 @@ func (t *txn) parseTx(s *jsonscan.Scanner) error {
 				return fmt.Errorf("input: not 0x-hex bytes")
 			}
 			t.inputLen = len(h) / 2
+			t.inputZeros = 0
+			for i := 0; i+1 < len(h); i += 2 {
+				if h[i] == '0' && h[i+1] == '0' {
+					t.inputZeros++
+				}
+			}
 			if t.inputLen >= 4 {
 				err = jsonscan.FixedHex("input", v[:10], t.method[:])
 			}
@@ -447,4 +476,37 @@ func (l *logEntry) parse(s *jsonscan.Scanner) error {
 		}
 		return err
 	})
+}
+
+// parseAccessList counts an access list's addresses and storage keys.
+func (t *txn) parseAccessList(s *jsonscan.Scanner) error {
+	t.alAddrs, t.alKeys = 0, 0
+	if s.Null() {
+		return nil
+	}
+	return s.Array(func(int) error {
+		t.alAddrs++
+		return s.Object(func(key []byte) error {
+			if string(key) != "storageKeys" || s.Null() {
+				return s.Skip()
+			}
+			return s.Array(func(int) error {
+				t.alKeys++
+				return s.Skip()
+			})
+		})
+	})
+}
+
+// ranCode reports whether the tx may have executed code: a creation always
+// does; a call whose gasUsed is exactly its intrinsic gas (21000, calldata,
+// access list) ran none (every opcode that can move value costs gas), so it
+// moved no value beyond its own.
+func (t *txn) ranCode() bool {
+	if !t.hasTo {
+		return true
+	}
+	intrinsic := 21000 + 4*uint64(t.inputZeros) + 16*uint64(t.inputLen-t.inputZeros) +
+		2400*uint64(t.alAddrs) + 1900*uint64(t.alKeys)
+	return t.gasUsed != intrinsic
 }

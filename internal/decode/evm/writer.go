@@ -42,7 +42,7 @@ var (
 		cText("token_id"), cText("value")}, "")
 	insContracts = newInsert("evm_contracts", []column{bText("chain_key"), cText("address"),
 		cText("creation_kind"), cText("tx_hash"), bInt("block_number"), bInt("block_time"),
-		cText("deployer_address"), cText("erc_type"), cInt("erc_type_block")},
+		cText("deployer_address"), cText("deployer_contract_address"), cText("erc_type"), cInt("erc_type_block")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
 			" WHERE evm_contracts.erc_type = '' AND excluded.erc_type <> ''")
 	insNFTs = newInsert("evm_nft_tokens", []column{bText("chain_key"), cText("token"), cText("token_id"),
@@ -61,6 +61,14 @@ var (
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
 	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cText("balance")}, "")
+	insInternals = newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
+		cInt("trace_index"), cBlob("tx_hash"), bBlob("block_hash"), bInt("block_time"), cText("call_type"),
+		cBlob("from_addr"), cBlob("to_addr"), cText("value"), cInt("gas"), cInt("gas_used"), cInt("reverted"),
+		cInt("depth")}, "")
+	insAddrInternals = newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, "")
+	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
+		bInt("since_block")}, "ON CONFLICT (chain_key, address) DO NOTHING")
 
 	// SQLite: point reads of the current balance of one key.
 	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
@@ -99,9 +107,10 @@ type nftState struct {
 }
 
 type contractState struct {
-	kind string // tx, observed
-	tx   int
-	erc  ercType
+	kind    string // tx, internal, observed
+	tx      int
+	erc     ercType
+	factory string // internal: the creating contract (0x-lowercase)
 }
 
 // writer turns one parsed block into rows. Its maps and slices live across
@@ -126,7 +135,7 @@ type writer struct {
 	xfers   []transfer
 
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
-	tokBal, tokHist, natBal, natHist rowSet
+	tokBal, tokHist, natBal, natHist, internals, addrInternals, untrusted rowSet
 
 	keysN []common.Address
 	keysT []tokenKey
@@ -150,6 +159,10 @@ type writer struct {
 	dirtyT   map[tokenKey]dirtyBalance
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
+	// Untrusted balances (trace.go): what the block says, and the chain's
+	// facts as known.
+	blockHot, blockBlind bool
+	hot, all             int
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -162,7 +175,6 @@ type writer struct {
 	nnftPool int
 	conPool  []*contractState
 	nconPool int
-	tmp2     big.Int
 
 	pg pgWriter
 
@@ -202,6 +214,10 @@ func newWriter(log *slog.Logger) *writer {
 		natBal:    rowSet{spec: insNativeBal},
 		natHist:   rowSet{spec: insNativeHist},
 		cumAt:     -1,
+
+		internals:     rowSet{spec: insInternals},
+		addrInternals: rowSet{spec: insAddrInternals},
+		untrusted:     rowSet{spec: insUntrusted},
 	}
 }
 
@@ -225,6 +241,7 @@ func (w *writer) dropCaches() {
 	clear(w.dirtyT)
 	clear(w.knownC)
 	clear(w.knownNFT)
+	w.hot, w.all = factUnknown, factUnknown
 	w.complete = false
 	w.cumAt = -1
 }
@@ -259,6 +276,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.nftOrd = w.nftOrd[:0]
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
+	w.blockHot, w.blockBlind = false, false
 	w.nbig = 0
 	for _, r := range w.sets() {
 		r.reset()
@@ -268,16 +286,17 @@ func (w *writer) begin(chain string, b *block) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist} {
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
+	w.internals.blockArgs = append(w.internals.blockArgs, chain, num, b.hash[:], w.time)
 }
 
 // sets lists the row sets written per block, in the order they are written
 // (the current balances are written per batch: flushBalances).
 func (w *writer) sets() []*rowSet {
 	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist}
+		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -424,7 +443,10 @@ func (w *writer) collect() error {
 		}
 
 		// Native balances: fee from the sender always; value only on success;
-		// the tip to the coinbase (the base fee is burned).
+		// the whole fee to the coinbase: coreth and subnet-evm burn nothing
+		// themselves (core/state_transition.go credits gasUsed × effective
+		// price to the coinbase; on the C-chain that is the blackhole
+		// address 0x0100…0).
 		fee.SetUint64(t.gasUsed)
 		fee.Mul(fee, &t.effPrice)
 		s := w.native(t.from)
@@ -440,21 +462,18 @@ func (w *writer) collect() error {
 				r.Add(r, &t.value)
 			}
 		}
-		if t.gasUsed > 0 {
-			tip := fee
-			if b.hasBaseFee {
-				if t.effPrice.Cmp(&b.baseFee) < 0 {
-					return fmt.Errorf("tx %s: effective gas price %s below base fee %s", t.hash.Hex(), &t.effPrice, &b.baseFee)
-				}
-				tip.Sub(&t.effPrice, &b.baseFee)
-				tip.Mul(tip, w.tmp2.SetUint64(t.gasUsed))
-			}
-			if tip.Sign() != 0 {
-				c := w.native(b.miner)
-				c.Add(c, tip)
-			}
+		if b.hasBaseFee && t.gasUsed > 0 && t.effPrice.Cmp(&b.baseFee) < 0 {
+			return fmt.Errorf("tx %s: effective gas price %s below base fee %s", t.hash.Hex(), &t.effPrice, &b.baseFee)
+		}
+		if fee.Sign() != 0 {
+			c := w.native(b.miner)
+			c.Add(c, fee)
 		}
 
+		if b.hasTraces {
+			w.collectFrames(i, txHash, t)
+		}
+		w.noteUntrusted(t)
 		for j := range t.logs {
 			if err := w.collectLog(i, txHash, &t.logs[j]); err != nil {
 				return fmt.Errorf("tx %s log %d: %w", t.hash.Hex(), j, err)
@@ -584,7 +603,7 @@ func (w *writer) buildContracts() {
 			ercBlock = i64(b.number)
 		}
 		w.contracts.args = append(w.contracts.args, w.addr(a), c.kind, hexString(t.hash[:]),
-			w.addr(t.from), c.erc.String(), ercBlock)
+			w.addr(t.from), c.factory, c.erc.String(), ercBlock)
 	}
 }
 
@@ -608,6 +627,9 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 	// SQLite statements do not watch ctx (store.Tx); it is checked once per
 	// block here.
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := w.queueUntrusted(ctx, tx); err != nil {
 		return err
 	}
 	if err := w.balances(ctx, tx); err != nil {

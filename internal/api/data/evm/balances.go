@@ -33,10 +33,24 @@ type balanceCursor struct {
 	ErcType string `json:"e,omitempty"`
 }
 
-// nativeBalance is address's native balance after block n.
+// nativeBalance is address's native balance after block n: the index's,
+// or the node's where the index's may be wrong (nodebalance.go).
 func (h *handlers) nativeBalance(ctx context.Context, q *chainReq, n int64) (NativeTokenBalance, error) {
+	t := h.nativeToken(q.chain)
+	since, untrusted, err := h.untrustedSince(ctx, q)
+	if err != nil {
+		return NativeTokenBalance{}, err
+	}
+	if untrusted && since <= n {
+		bal, err := h.nodeBalance(ctx, q, n)
+		if err != nil {
+			return NativeTokenBalance{}, err
+		}
+		return NativeTokenBalance{Name: t.Name, Symbol: t.Symbol, Decimals: t.Decimals, LogoURI: t.LogoURI,
+			ChainID: q.chain.EVMChainID, Balance: bal}, nil
+	}
 	var bal string
-	err := h.d.DB.QueryRowContext(ctx, `SELECT balance FROM evm_native_balance_history
+	err = h.d.DB.QueryRowContext(ctx, `SELECT balance FROM evm_native_balance_history
 		WHERE chain_key = $1 AND address = $2 AND block_number <= $3
 		ORDER BY block_number DESC LIMIT 1`, q.chain.Key, store.Hex(q.addr), n).Scan(&bal) // $N in order of appearance
 	switch {
@@ -45,7 +59,6 @@ func (h *handlers) nativeBalance(ctx context.Context, q *chainReq, n int64) (Nat
 	case err != nil:
 		return NativeTokenBalance{}, fmt.Errorf("native balance of %s: %w", q.addr, err)
 	}
-	t := h.nativeToken(q.chain)
 	return NativeTokenBalance{Name: t.Name, Symbol: t.Symbol, Decimals: t.Decimals, LogoURI: t.LogoURI,
 		ChainID: q.chain.EVMChainID, Balance: bal}, nil
 }

@@ -43,6 +43,10 @@ type Deps struct {
 	// balances) and the operator's curated contract facts (internal/enrich,
 	// adapted by internal/api/enrichapi). Nil: those fields are omitted.
 	Enrichment Enrichment
+	// BalanceNodes are the chains' nodes by chain key, asked for the native
+	// balances the index cannot vouch for (nodebalance.go). A chain without
+	// one answers 503 for those.
+	BalanceNodes map[string]BalanceNode
 }
 
 // Enrichment is what internal/enrich adds beyond the index. Token
@@ -132,6 +136,7 @@ func register(mux *api.Mux, h *handlers) {
 		{"GET /v1/chains/{chainId}/addresses/{address}/balances:listCollectibles", medium, h.listCollectibles},
 		{"GET /v1/chains/{chainId}/tokens/{address}/transfers", medium, h.listTransfers},
 		{"GET /v1/chains/{chainId}/addresses/{address}/transactions:listNative", medium, h.listNative},
+		{"GET /v1/chains/{chainId}/addresses/{address}/transactions:listInternals", medium, h.listInternals},
 		{"GET /v1/chains/{chainId}/nfts/collections/{address}/tokens", medium, h.listNFTTokens},
 		{"GET /v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}", medium, h.getNFTToken},
 		{"GET /v1/chains/{chainId}/addresses/{address}", medium, h.getContract},
@@ -161,7 +166,8 @@ func register(mux *api.Mux, h *handlers) {
 }
 
 type handlers struct {
-	d Deps
+	d        Deps
+	nodeBals nodeBalances
 	// trace, when set (tests), sees every listing query before it runs.
 	trace func(q string, args []any)
 }

@@ -2,6 +2,7 @@ package evm_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	apievm "github.com/permafrost-dev/permafrost/internal/api/data/evm"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
 )
@@ -34,8 +36,22 @@ func setup(t *testing.T, backend string) *env {
 	te := testenv.Devnet(t, backend)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := api.NewMux(log)
-	apievm.Register(mux, apievm.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log})
+	apievm.Register(mux, apievm.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log,
+		BalanceNodes: map[string]apievm.BalanceNode{"C": replayEVM(t, te.NodeURL)}})
 	return &env{Env: te, mux: mux, rec: loadRecording(t), net: loadNetwork(t)}
+}
+
+// replayEVM is a client of the replay node's C-chain: the node asked for
+// balances the index cannot vouch for (it answers the recorded heights).
+func replayEVM(t *testing.T, nodeURL string) *source.EVM {
+	t.Helper()
+	c, err := source.NewEVM(context.Background(), nodeURL+source.PathCRPC, source.EVMOptions{Traces: source.TracesOff,
+		Retry: source.Retry{MaxAttempts: 1, Logger: slog.New(slog.DiscardHandler)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // forEachBackend runs body on the devnet index of every backend.
