@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/ava-labs/libevm/common"
@@ -355,18 +356,8 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr})
 	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
-	// Balances the index cannot vouch for are asked from the chains' nodes
-	// while a request waits: a short retry policy of its own.
-	balanceNodes := map[string]evmdata.BalanceNode{}
-	for k, n := range set.EVMNodes() {
-		c, err := source.NewEVM(ctx, n.URL(), source.EVMOptions{Traces: source.TracesOff,
-			Retry: source.Retry{MaxAttempts: 2, AttemptTimeout: 5 * time.Second, Logger: log}})
-		if err != nil {
-			return nil, closers, err
-		}
-		closers = append(closers, c.Close)
-		balanceNodes[k] = c
-	}
+	balanceNodes := &balanceNodes{set: set, log: log, nodes: map[string]*source.EVM{}}
+	closers = append(closers, balanceNodes.close)
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Enrichment: enrichapi.EVM(enr), BalanceNodes: balanceNodes})
 
@@ -410,6 +401,45 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 		warpapi.Register(mux, warpapi.Deps{Aggregator: agg, Network: network, Log: log})
 	}
 	return mux, closers, nil
+}
+
+// balanceNodes asks the chains' nodes for the native balances the index
+// cannot vouch for, while a request waits: one client per chain (L1s found
+// after start included), made on first use, with a short retry policy of
+// its own.
+type balanceNodes struct {
+	set   *chains.Set
+	log   *slog.Logger
+	mu    sync.Mutex
+	nodes map[string]*source.EVM
+}
+
+func (b *balanceNodes) BalanceNode(c api.ChainRef) evmdata.BalanceNode {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n, ok := b.nodes[c.Key]; ok {
+		return n
+	}
+	url := b.set.EVMNodeURL(c.Key, c.BlockchainID)
+	if url == "" {
+		return nil
+	}
+	n, err := source.NewEVM(context.Background(), url, source.EVMOptions{Traces: source.TracesOff,
+		Retry: source.Retry{MaxAttempts: 2, AttemptTimeout: 5 * time.Second, Logger: b.log}})
+	if err != nil {
+		b.log.Warn("balance node", "chain", c.Key, "err", err)
+		return nil
+	}
+	b.nodes[c.Key] = n
+	return n
+}
+
+func (b *balanceNodes) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, n := range b.nodes {
+		n.Close()
+	}
 }
 
 // newGuard builds the API keys / rate limits / health guard from the config.

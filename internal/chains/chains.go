@@ -279,15 +279,23 @@ func (s *Set) evmChain(c evmChain) (ingest.Chain, error) {
 	return ch, nil
 }
 
-// EVMNodes are the EVM chains' node clients by chain key.
-func (s *Set) EVMNodes() map[string]*source.EVM {
-	out := map[string]*source.EVM{}
+// EVMNodeURL is the JSON-RPC URL of an EVM chain's node ("" when none is
+// known): the source of a chain of the set, or, for an L1 (blockchainID
+// cb58) found later, its --evm-rpc URL or the node's /ext/bc/<id>/rpc.
+func (s *Set) EVMNodeURL(key, blockchainID string) string {
 	for _, c := range s.Chains {
-		if src, ok := c.Source.(*EVMSource); ok {
-			out[c.Key] = src.EVM
+		if src, ok := c.Source.(*EVMSource); ok && c.Key == key && src.EVM != nil {
+			return src.EVM.URL()
 		}
 	}
-	return out
+	id, err := ids.FromString(blockchainID)
+	if err != nil {
+		return ""
+	}
+	if u := s.l1URLs[id]; u != "" {
+		return u
+	}
+	return s.Node.BaseURL() + "/ext/bc/" + id.String() + "/rpc"
 }
 
 // nodeIndex is the node's block index of one chain, as ingest.WrapperIndex.

@@ -99,9 +99,10 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 }
 
 // SampleEVM fills m's sampled keys: the hashes of every 97th block's first
-// transaction, those blocks' hashes, and the deployers of contracts.
+// transaction, those blocks' hashes, the deployers of contracts, and
+// contracts whose deployment is indexed.
 func SampleEVM(ctx context.Context, db *store.DB, m *Manifest) error {
-	m.EVMTxHashes, m.EVMBlockHashes, m.EVMDeployers = nil, nil, nil
+	m.EVMTxHashes, m.EVMBlockHashes, m.EVMDeployers, m.EVMDeployed = nil, nil, nil, nil
 	rows, err := db.QueryContext(ctx, `SELECT t.hash, t.block_hash FROM evm_txs t
 		WHERE t.chain_key = 'C' AND t.tx_index = 0 AND t.block_number % 97 = 0 ORDER BY t.block_number LIMIT 1000`)
 	if err != nil {
@@ -120,23 +121,40 @@ func SampleEVM(ctx context.Context, db *store.DB, m *Manifest) error {
 	if err != nil {
 		return fmt.Errorf("sample evm txs: %w", err)
 	}
-	rows, err = db.QueryContext(ctx, `SELECT DISTINCT deployer_address FROM evm_contracts WHERE chain_key = 'C' AND creation_kind = 'tx' LIMIT 100`)
+	for _, s := range []struct {
+		q   string
+		dst *[]string
+	}{
+		{`SELECT DISTINCT deployer_address FROM evm_contracts WHERE chain_key = 'C' AND creation_kind = 'tx' LIMIT 100`, &m.EVMDeployers},
+		// Deployments the index has: by a tx, or inside one with traces.
+		{`SELECT address FROM evm_contracts WHERE chain_key = 'C' AND (creation_kind = 'tx' OR deployer_contract_address <> '')
+			ORDER BY address LIMIT 100`, &m.EVMDeployed},
+	} {
+		if err := sampleStrings(ctx, db, s.q, s.dst); err != nil {
+			return err
+		}
+	}
+	if len(m.EVMTxHashes) == 0 || len(m.EVMDeployers) == 0 || len(m.EVMDeployed) == 0 {
+		return fmt.Errorf("sample: %d evm txs, %d deployers, %d deployed contracts", len(m.EVMTxHashes), len(m.EVMDeployers), len(m.EVMDeployed))
+	}
+	return nil
+}
+
+func sampleStrings(ctx context.Context, db *store.DB, q string, dst *[]string) error {
+	rows, err := db.QueryContext(ctx, q)
 	if err != nil {
-		return fmt.Errorf("sample deployers: %w", err)
+		return fmt.Errorf("sample: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a string
 		if err := rows.Scan(&a); err != nil {
-			return fmt.Errorf("sample deployers: %w", err)
+			return fmt.Errorf("sample: %w", err)
 		}
-		m.EVMDeployers = append(m.EVMDeployers, a)
+		*dst = append(*dst, a)
 	}
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("sample deployers: %w", err)
-	}
-	if len(m.EVMTxHashes) == 0 || len(m.EVMDeployers) == 0 {
-		return fmt.Errorf("sample: %d evm txs, %d deployers", len(m.EVMTxHashes), len(m.EVMDeployers))
+		return fmt.Errorf("sample: %w", err)
 	}
 	return nil
 }

@@ -116,6 +116,7 @@ type Manifest struct {
 	EVMTxHashes    []string `json:"-"`
 	EVMBlockHashes []string `json:"-"`
 	EVMDeployers   []string `json:"-"`
+	EVMDeployed    []string `json:"-"` // contracts whose deployment is indexed
 }
 
 func readManifest(dir string) (*Manifest, error) {

@@ -270,7 +270,7 @@ func Scenarios(m *Manifest) []Scenario {
 			return chain + "/contracts/" + m.EVMDeployers[r.Intn(len(m.EVMDeployers))] + "/deployments" + q("pageSize", pageSize(r, "1", "10"))
 		}),
 		get("evm.contracts.getDeployment", func(r *rand.Rand) string {
-			return chain + "/contracts/" + tokens(r) + "/transactions:getDeployment"
+			return chain + "/contracts/" + m.EVMDeployed[r.Intn(len(m.EVMDeployed))] + "/transactions:getDeployment"
 		}),
 		get("evm.address.chains", func(r *rand.Rand) string {
 			return "/v1/address/" + evmAddr(r) + "/chains"

@@ -43,10 +43,10 @@ type Deps struct {
 	// balances) and the operator's curated contract facts (internal/enrich,
 	// adapted by internal/api/enrichapi). Nil: those fields are omitted.
 	Enrichment Enrichment
-	// BalanceNodes are the chains' nodes by chain key, asked for the native
-	// balances the index cannot vouch for (nodebalance.go). A chain without
-	// one answers 503 for those.
-	BalanceNodes map[string]BalanceNode
+	// BalanceNodes finds the chains' nodes, asked for the native balances
+	// the index cannot vouch for (nodebalance.go). A chain without one
+	// answers 503 for those.
+	BalanceNodes BalanceNodes
 }
 
 // Enrichment is what internal/enrich adds beyond the index. Token

@@ -37,7 +37,7 @@ func setup(t *testing.T, backend string) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := api.NewMux(log)
 	apievm.Register(mux, apievm.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log,
-		BalanceNodes: map[string]apievm.BalanceNode{"C": replayEVM(t, te.NodeURL)}})
+		BalanceNodes: apievm.BalanceNodeMap{"C": replayEVM(t, te.NodeURL)}})
 	return &env{Env: te, mux: mux, rec: loadRecording(t), net: loadNetwork(t)}
 }
 

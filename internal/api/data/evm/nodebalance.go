@@ -28,6 +28,17 @@ type BalanceNode interface {
 	Balance(ctx context.Context, addr common.Address, block uint64) (*big.Int, error)
 }
 
+// BalanceNodes finds a chain's node (nil: none).
+type BalanceNodes interface {
+	BalanceNode(chain api.ChainRef) BalanceNode
+}
+
+// BalanceNodeMap is BalanceNodes by chain key.
+type BalanceNodeMap map[string]BalanceNode
+
+// BalanceNode returns the node of chain's key.
+func (m BalanceNodeMap) BalanceNode(chain api.ChainRef) BalanceNode { return m[chain.Key] }
+
 // maxNodeBalances bounds the cache of node balances (emptied when full).
 const maxNodeBalances = 1 << 16
 
@@ -83,7 +94,10 @@ func (h *handlers) nodeBalance(ctx context.Context, q *chainReq, n int64) (strin
 	}
 	why := fmt.Sprintf("the native balance of %s at block %d is unavailable: chain %s was indexed without call traces "+
 		"while contracts held value, so the index's figure may miss value moved inside contract calls", q.addr, n, q.chain.EVMChainID)
-	node := h.d.BalanceNodes[q.chain.Key]
+	var node BalanceNode
+	if h.d.BalanceNodes != nil {
+		node = h.d.BalanceNodes.BalanceNode(q.chain)
+	}
 	if node == nil {
 		return "", api.Unavailable(why + "; no node is configured to ask")
 	}

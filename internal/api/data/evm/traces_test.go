@@ -247,7 +247,7 @@ func indexDevnetC(t *testing.T, backend string, traces source.TraceMode) *devnet
 }
 
 // mux serves the EVM routes of the index with the given balance nodes.
-func (ix *devnetCIndex) env(nodes map[string]apievm.BalanceNode) *env {
+func (ix *devnetCIndex) env(nodes apievm.BalanceNodeMap) *env {
 	log := slog.New(slog.DiscardHandler)
 	mux := api.NewMux(log)
 	apievm.Register(mux, apievm.Deps{DB: ix.db, Network: ix.network, Pager: ix.pager, Log: log, BalanceNodes: nodes})
