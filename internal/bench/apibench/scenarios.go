@@ -151,13 +151,14 @@ func Scenarios(m *Manifest) []Scenario {
 		// Network, chains, subnets, blocks and assets (issue 17, part A).
 		get("primary.network", func(r *rand.Rand) string { return net }),
 		list("primary.blockchains", func(r *rand.Rand) string {
-			return net + "/blockchains" + q("pageSize", pageSize(r, "10", "100", "1000"), "sortOrder", maybe(r, 0.3, "desc"))
+			// The default page (100) and smaller ones: each item carries its genesis.
+			return net + "/blockchains" + q("pageSize", pageSize(r, "", "10", "50"), "sortOrder", maybe(r, 0.3, "desc"))
 		}),
 		get("primary.blockchain", func(r *rand.Rand) string {
 			return net + "/blockchains/" + oneOf(r, m.ChainIDs...)
 		}),
 		list("primary.subnets", func(r *rand.Rand) string {
-			return net + "/subnets" + q("pageSize", pageSize(r, "10", "100", "1000"), "sortOrder", maybe(r, 0.3, "desc"))
+			return net + "/subnets" + q("pageSize", pageSize(r, "", "10", "50"), "sortOrder", maybe(r, 0.3, "desc"))
 		}),
 		get("primary.subnet", func(r *rand.Rand) string {
 			return net + "/subnets/" + oneOf(r, m.SubnetIDs...)

@@ -418,35 +418,39 @@ func (h *handlers) getNetworkDetails(r *http.Request) (any, error) {
 	if !ok {
 		return out, nil
 	}
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT kind, node_id, stake_amount, potential_reward FROM p_stakers
-		WHERE subnet_id = $1 AND kind IN ('VALIDATOR', 'DELEGATOR') AND removed_height < 0 AND start_time <= $2`,
-		constants.PrimaryNetworkID.String(), tipTime)
+	// Summed in SQL: the active set is thousands of rows on mainnet (a
+	// few amounts each below 2^63: all of them are part of the supply).
+	active := `subnet_id = $1 AND removed_height < 0 AND start_time <= $2`
+	primaryID := constants.PrimaryNetworkID.String()
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT kind, COUNT(*), CAST(SUM(CAST(stake_amount AS BIGINT)) AS TEXT),
+		CAST(SUM(CAST(potential_reward AS BIGINT)) AS TEXT)
+		FROM p_stakers WHERE `+active+` AND kind IN ('VALIDATOR', 'DELEGATOR') GROUP BY kind`, primaryID, tipTime)
 	if err != nil {
 		return nil, fmt.Errorf("active stakers: %w", err)
 	}
 	defer rows.Close()
-	var (
-		vStake, dStake, reward = new(big.Int), new(big.Int), new(big.Int)
-		byNode                 = map[string]*big.Int{}
-	)
+	vStake, dStake, reward := new(big.Int), new(big.Int), new(big.Int)
 	for rows.Next() {
-		var kind, node, stake, potential string
-		if err := rows.Scan(&kind, &node, &stake, &potential); err != nil {
+		var (
+			kind             string
+			n                int64
+			stake, potential string
+		)
+		if err := rows.Scan(&kind, &n, &stake, &potential); err != nil {
 			return nil, fmt.Errorf("active stakers: %w", err)
 		}
-		amount, ok1 := new(big.Int).SetString(unpad(stake), 10)
-		pr, ok2 := new(big.Int).SetString(unpad(potential), 10)
+		st, ok1 := new(big.Int).SetString(stake, 10)
+		pr, ok2 := new(big.Int).SetString(potential, 10)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("staker of %s: stored amounts %q, %q", node, stake, potential)
+			return nil, fmt.Errorf("active %s stake sums %q, %q", kind, stake, potential)
 		}
 		reward.Add(reward, pr)
 		if kind == "VALIDATOR" {
-			out.ValidatorDetails.ValidatorCount++
-			vStake.Add(vStake, amount)
-			byNode[node] = amount
+			out.ValidatorDetails.ValidatorCount = n
+			vStake = st
 		} else {
-			out.DelegatorDetails.DelegatorCount++
-			dStake.Add(dStake, amount)
+			out.DelegatorDetails.DelegatorCount = n
+			dStake = st
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -467,14 +471,36 @@ func (h *handlers) getNetworkDetails(r *http.Request) (any, error) {
 		out.ValidatorDetails.StakingRatio = trimDecimal(ratio.FloatString(18))
 	}
 
-	if h.d.Node != nil && len(byNode) > 0 {
-		obs, err := h.d.Node.Validators(ctx)
-		if err != nil {
-			h.d.Log.Debug("network details without versions: node unavailable", "err", err)
-		} else {
-			out.ValidatorDetails.StakingDistributionByVersion = byVersion(byNode, obs)
-		}
+	if h.d.Node == nil || out.ValidatorDetails.ValidatorCount == 0 {
+		return out, nil
 	}
+	obs, err := h.d.Node.Validators(ctx)
+	if err != nil {
+		h.d.Log.Debug("network details without versions: node unavailable", "err", err)
+		return out, nil
+	}
+	byNode := map[string]*big.Int{}
+	vrows, err := h.d.DB.QueryContext(ctx, `SELECT node_id, stake_amount FROM p_stakers WHERE `+active+` AND kind = 'VALIDATOR'`,
+		primaryID, tipTime)
+	if err != nil {
+		return nil, fmt.Errorf("active validators: %w", err)
+	}
+	defer vrows.Close()
+	for vrows.Next() {
+		var node, stake string
+		if err := vrows.Scan(&node, &stake); err != nil {
+			return nil, fmt.Errorf("active validators: %w", err)
+		}
+		amount, ok := new(big.Int).SetString(unpad(stake), 10)
+		if !ok {
+			return nil, fmt.Errorf("validator %s: stored stake %q", node, stake)
+		}
+		byNode[node] = amount
+	}
+	if err := vrows.Err(); err != nil {
+		return nil, fmt.Errorf("active validators: %w", err)
+	}
+	out.ValidatorDetails.StakingDistributionByVersion = byVersion(byNode, obs)
 	return out, nil
 }
 
