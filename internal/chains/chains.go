@@ -262,6 +262,10 @@ func (s *Set) evmChain(c evmChain) (ingest.Chain, error) {
 		Logs: ICMSink{Indexer: s.icm, Chain: icm.ChainInfo{Key: c.key, BlockchainID: c.blockchainID, EVMChainID: strconv.FormatUint(c.chainID, 10)}}}
 	if c.key == "C" {
 		cfg.Atomic = s.atomic
+	} else {
+		// subnet-evm chains may enable the native minter, at genesis or by a
+		// later precompile upgrade: its calls are watched on every L1.
+		cfg.Minters, cfg.MinterEnabled = []common.Address{evm.NativeMinterAddress}, c.minterEnabled
 	}
 	ix, err := evm.NewIndexer(cfg)
 	if err != nil {
@@ -348,6 +352,8 @@ type evmChain struct {
 	chainID      uint64
 	src          *source.EVM
 	alloc        map[common.Address]*big.Int
+	// minterEnabled: the genesis enables subnet-evm's native minter.
+	minterEnabled bool
 }
 
 // blockchainIDFromURL reads the blockchain id from an avalanchego URL of the

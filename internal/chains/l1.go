@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -141,7 +142,8 @@ func (s *Set) l1Chain(ctx context.Context, id ids.ID, name string, gen []byte, k
 	if len(g.Precompiles) > 0 {
 		s.opts.Log.Info("chains: L1 genesis enables precompiles", "blockchain_id", id, "precompiles", g.Precompiles)
 	}
-	ch, err := s.evmChain(evmChain{key: key, name: name, blockchainID: id, chainID: g.ChainID, src: src, alloc: g.Alloc})
+	ch, err := s.evmChain(evmChain{key: key, name: name, blockchainID: id, chainID: g.ChainID, src: src, alloc: g.Alloc,
+		minterEnabled: slices.Contains(g.Precompiles, "contractNativeMinterConfig")})
 	if err != nil {
 		return ingest.Chain{}, false, err
 	}
@@ -199,7 +201,8 @@ func (s *Set) IndexedL1s(ctx context.Context, db *store.DB) ([]ingest.Chain, err
 		if err != nil {
 			return nil, fmt.Errorf("chains: indexed chain %s: %w", key, err)
 		}
-		ch, err := s.evmChain(evmChain{key: key, name: name, blockchainID: id, chainID: g.ChainID, alloc: g.Alloc})
+		ch, err := s.evmChain(evmChain{key: key, name: name, blockchainID: id, chainID: g.ChainID, alloc: g.Alloc,
+			minterEnabled: slices.Contains(g.Precompiles, "contractNativeMinterConfig")})
 		if err != nil {
 			return nil, err
 		}

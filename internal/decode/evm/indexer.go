@@ -80,9 +80,21 @@ type Config struct {
 	// Logs, when set, receives each block's logs inside the block's
 	// transaction (ICM messages are indexed this way).
 	Logs LogSink
+	// Minters are precompiles whose successful calls create native value no
+	// call frame shows (subnet-evm's native minter, NativeMinterAddress):
+	// from the first such call on, computed native balances are not vouched
+	// for (evm_untrusted_balances) and the API reads them from the node.
+	// MinterEnabled says the chain's genesis enables one: without traces,
+	// any tx that runs code may then have minted.
+	Minters       []common.Address
+	MinterEnabled bool
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
+
+// NativeMinterAddress is subnet-evm's native minter precompile
+// (precompile/contracts/nativeminter).
+var NativeMinterAddress = common.HexToAddress("0x0200000000000000000000000000000000000001")
 
 // CChainConfig builds the C-chain configuration from the network genesis.
 func CChainConfig(g *genesis.Genesis) (Config, error) {
@@ -185,7 +197,15 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 		log = slog.Default()
 	}
 	log = log.With("chain", cfg.ChainKey)
-	return &Indexer{cfg: cfg, log: log, w: newWriter(log)}, nil
+	w := newWriter(log)
+	if len(cfg.Minters) > 0 {
+		w.minters = make(map[common.Address]bool, len(cfg.Minters))
+		for _, a := range cfg.Minters {
+			w.minters[a] = true
+		}
+		w.minterEnabled = cfg.MinterEnabled
+	}
+	return &Indexer{cfg: cfg, log: log, w: w}, nil
 }
 
 // DerivedTables lists the tables Apply writes (its rows are all of chain_key;

@@ -283,7 +283,23 @@ const (
 )
 
 // noteUntrusted notes what one tx of the block says for the facts above.
+// A successful call to a minting precompile (subnet-evm's native minter)
+// creates value no frame shows: from there on no balance is vouched for.
 func (w *writer) noteUntrusted(t *txn) {
+	if len(w.minters) > 0 && t.status == 1 {
+		if t.hasTo && w.minters[t.to] {
+			w.blockMint = true
+		}
+		for k := range t.frames {
+			if f := &t.frames[k]; !f.reverted && w.minters[f.to] {
+				w.blockMint = true
+			}
+		}
+		// Without traces an internal call to an enabled minter is invisible.
+		if w.minterEnabled && !w.b.hasTraces && t.ranCode() {
+			w.blockMint = true
+		}
+	}
 	if !t.ranCode() {
 		return
 	}
@@ -297,6 +313,16 @@ func (w *writer) noteUntrusted(t *txn) {
 
 // queueUntrusted queues the facts the block establishes.
 func (w *writer) queueUntrusted(ctx context.Context, tx *store.Tx) error {
+	if w.blockMint {
+		all, err := w.fact(ctx, tx, &w.all, allAddr)
+		if err != nil {
+			return err
+		}
+		if !all {
+			w.all = factYes
+			w.untrusted.args = append(w.untrusted.args, allAddr)
+		}
+	}
 	if !w.blockHot && !w.blockBlind {
 		return nil
 	}
@@ -315,7 +341,7 @@ func (w *writer) queueUntrusted(ctx context.Context, tx *store.Tx) error {
 	if err != nil {
 		return err
 	}
-	if !all {
+	if !all && w.all != factYes {
 		w.all = factYes
 		w.untrusted.args = append(w.untrusted.args, allAddr)
 	}

@@ -205,3 +205,57 @@ func TestHostileTraces(t *testing.T) {
 		})
 	}
 }
+
+// A successful call to a minting precompile (subnet-evm's native minter)
+// creates value no frame shows: from the first block with such a call, no
+// computed balance is vouched for. Any address can stand for the minter in
+// the generated chain: here the contract its wrapper withdrawals go through.
+func TestMinterCallsUntrust(t *testing.T) {
+	const n = 60
+	gen, blocks := tracedGenerated(11, n)
+	var doc struct {
+		Block struct {
+			Transactions []struct {
+				Hash string `json:"hash"`
+				To   string `json:"to"`
+			} `json:"transactions"`
+		} `json:"block"`
+		Receipts []struct {
+			TransactionHash string `json:"transactionHash"`
+			Status          string `json:"status"`
+		} `json:"receipts"`
+	}
+	// The minter: the callee of the first successful call in a block past
+	// the first few; the expected mark is its first successful call.
+	var minter common.Address
+	want := int64(-1)
+	for i := range blocks {
+		if err := json.Unmarshal(blocks[i].Bytes, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for j, tx := range doc.Block.Transactions {
+			ok := j < len(doc.Receipts) && doc.Receipts[j].Status == "0x1"
+			switch {
+			case !ok || tx.To == "":
+			case minter == (common.Address{}) && i >= 5:
+				minter, want = common.HexToAddress(tx.To), int64(blocks[i].Height)
+			case common.HexToAddress(tx.To) == minter && int64(blocks[i].Height) < want:
+				want = int64(blocks[i].Height)
+			}
+		}
+	}
+	if want < 0 {
+		t.Fatal("no successful call in the generated chain")
+	}
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ix, err := NewIndexer(Config{ChainKey: "gen", ChainID: big.NewInt(43112), GenesisAlloc: gen.Alloc(), Minters: []common.Address{minter}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		indextest.Apply(t, db, ix, blocks, 25)
+		facts := untrustedFacts(t, db)
+		if since, ok := facts[string(allAddr)]; !ok || since > want {
+			t.Fatalf("untrusted facts %v, want every balance untrusted from block %d at the latest", facts, want)
+		}
+	})
+}

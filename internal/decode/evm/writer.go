@@ -162,7 +162,12 @@ type writer struct {
 	// Untrusted balances (trace.go): what the block says, and the chain's
 	// facts as known.
 	blockHot, blockBlind bool
-	hot, all             int
+	blockMint            bool // a tx of the block may have minted native value
+	// minters are the minting precompiles watched (Config.Minters);
+	// minterEnabled: the chain's genesis enables one.
+	minters       map[common.Address]bool
+	minterEnabled bool
+	hot, all      int
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -276,7 +281,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.nftOrd = w.nftOrd[:0]
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
-	w.blockHot, w.blockBlind = false, false
+	w.blockHot, w.blockBlind, w.blockMint = false, false, false
 	w.nbig = 0
 	for _, r := range w.sets() {
 		r.reset()
