@@ -205,6 +205,18 @@ func NewGuard(db *store.DB, cfg LimitsConfig, log *slog.Logger, opts ...GuardOpt
 	return g
 }
 
+// RevokeKey revokes the key with the public id and forgets this process's
+// cached lookups at once; other processes notice within a second (the
+// keys' version, see keyCache). An administrative route revoking keys must
+// call this rather than keys.Revoke.
+func (g *Guard) RevokeKey(ctx context.Context, id string) error {
+	if err := keys.Revoke(ctx, g.db, id); err != nil {
+		return err
+	}
+	g.keys.forget()
+	return nil
+}
+
 // Config returns the effective configuration (defaults filled in).
 func (g *Guard) Config() LimitsConfig { return g.cfg }
 

@@ -254,15 +254,63 @@ func TestTwoReplicasShareBudget(t *testing.T) {
 	if a, b := get(urls[0]), get(urls[1]); a != 200 || b != 200 {
 		t.Fatalf("new window: %d %d", a, b)
 	}
-	if err := keys.Revoke(ctx, guards[0].db, keys.IDOf(k)); err != nil {
+	// Issue #19: at once on the replica that revoked, within a second on the other.
+	if err := guards[0].RevokeKey(ctx, keys.IDOf(k)); err != nil {
 		t.Fatal(err)
 	}
-	if got := get(urls[1]); got != 200 {
-		t.Errorf("within the key cache TTL replica 1 answered %d", got)
+	if got := get(urls[0]); got != 401 {
+		t.Errorf("revoked on replica 0, replica 0 answered %d at once", got)
 	}
-	clk.add(6 * time.Second)
+	clk.add(keyVersionEvery)
 	if got := get(urls[1]); got != 401 {
-		t.Errorf("revoked on replica 0, replica 1 answered %d after the cache TTL", got)
+		t.Errorf("revoked on replica 0, replica 1 answered %d a second later (the key cache TTL is 5 s)", got)
+	}
+}
+
+// TestRevokeWithinASecond: a key revoked by another process on the same
+// database (`permafrost keys revoke`: its own store handle) stops working
+// within a second although the key cache keeps lookups for 30 s, on both
+// backends.
+func TestRevokeWithinASecond(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dsn := storetest.DSNFor(t, backend)
+			db := storetest.Open(t, dsn)
+			cli := storetest.Open(t, dsn) // the other process
+			cfg := testLimits()
+			cfg.KeyCacheTTL = 30 * time.Second
+			f := newGuardFixture(t, db, cfg)
+			f.routes("")
+			ctx := context.Background()
+			k, err := keys.Create(ctx, cli, "soon revoked", "pro", nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			get := func(key string) int {
+				rec := httptest.NewRecorder()
+				f.m.ServeHTTP(rec, rq("GET", "/v1/small", "192.0.2.1", map[string]string{"X-Data-Api-Key": key}, ""))
+				return rec.Code
+			}
+			if got := get(k); got != 200 {
+				t.Fatalf("new key: %d", got)
+			}
+			if err := keys.Revoke(ctx, cli, keys.IDOf(k)); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.add(keyVersionEvery)
+			if got := get(k); got != 401 {
+				t.Errorf("revoked by another process a second ago: %d, want 401", got)
+			}
+			// A creation moves the version too: lookups keep working.
+			k2, err := keys.Create(ctx, cli, "created later", "pro", nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.add(keyVersionEvery)
+			if got := get(k2); got != 200 {
+				t.Errorf("key created by another process a second ago: %d, want 200", got)
+			}
+		})
 	}
 }
 
