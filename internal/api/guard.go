@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/keys"
@@ -175,6 +176,7 @@ type Guard struct {
 	keys    *keyCache
 	limiter Limiter
 	health  *Health
+	obs     Observer
 }
 
 // GuardOption adjusts a Guard (tests inject clocks and limiters).
@@ -182,6 +184,10 @@ type GuardOption func(*Guard)
 
 // WithClock sets the clock of key expiry, rate windows and lag checks.
 func WithClock(now func() time.Time) GuardOption { return func(g *Guard) { g.now = now } }
+
+// WithObserver has the guard and the routers it is installed on report
+// their measurements (requests, rate-limit rejections) to o.
+func WithObserver(o Observer) GuardOption { return func(g *Guard) { g.obs = o } }
 
 // WithLimiter replaces the limiter NewGuard picks for the store.
 func WithLimiter(l Limiter) GuardOption { return func(g *Guard) { g.limiter = l } }
@@ -229,7 +235,8 @@ func (g *Guard) Health() *Health { return g.health }
 // GET /v1/health-check and GET /v1/live-check. Call before serving.
 func (g *Guard) Install(m *Mux) {
 	m.guard = g
-	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg))
+	m.obs = g.obs
+	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg, m.writePreRouting))
 	health := RouteOpts{Weight: Free, PerIP: true, failOpen: true}
 	m.HandleGuarded("GET /v1/health-check", health, MessageString, g.health.HealthCheck)
 	m.HandleGuarded("GET /v1/live-check", health, MessageString, g.health.LiveCheck)
@@ -239,7 +246,7 @@ func (g *Guard) Install(m *Mux) {
 // recovery of ServeHTTP; the first added is the outermost. Call before serving.
 func (m *Mux) Use(mw ...func(http.Handler) http.Handler) {
 	m.mws = append(m.mws, mw...)
-	var h http.Handler = m.mux
+	var h http.Handler = http.HandlerFunc(m.route)
 	for i := len(m.mws) - 1; i >= 0; i-- {
 		h = m.mws[i](h)
 	}
@@ -305,11 +312,34 @@ func CallerFrom(r *http.Request) Caller {
 const msgInvalidKey = "the API key is not valid (unknown, revoked or expired)"
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, style ErrorStyle, h Handler) {
-	ctx := r.Context()
 	weight := int64(opts.Weight)
 	if weight <= 0 {
 		weight = int64(Medium)
 	}
+	caller, e := g.admit(w, r, opts, weight)
+	if e != nil {
+		WriteError(w, r, style, g.log, e)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey, caller))
+	v, err := g.mapErrors(h)(r)
+	if err != nil {
+		WriteError(w, r, style, g.log, err)
+		return
+	}
+	if sb, ok := v.(statusBody); ok {
+		WriteJSON(w, sb.status, sb.body)
+		return
+	}
+	Wrap(style, g.log, func(*http.Request) (any, error) { return v, nil })(w, r)
+}
+
+// admit identifies the caller (key or client IP), charges cost CU to it and
+// sets the rate-limit headers on w. A non-nil *Error is the answer instead
+// of the route's (401, 403, 429 or 503), for the caller to write in its
+// route's shape.
+func (g *Guard) admit(w http.ResponseWriter, r *http.Request, opts RouteOpts, cost int64) (*Caller, *Error) {
+	ctx := r.Context()
 	caller := &Caller{IP: ClientIP(r, g.cfg.TrustedProxies)}
 	var subject string
 	var budget int64
@@ -321,13 +351,11 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 		k, err := g.keys.lookup(ctx, plaintext)
 		if err != nil {
 			g.log.Error("api key lookup failed", "request_id", RequestID(r), "err", err)
-			WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
-			return
+			return nil, Unavailable("the store is unreachable; try again later")
 		}
 		if k == nil || k.Valid(g.now()) != nil {
 			if g.cfg.AnonymousCU < 0 {
-				WriteError(w, r, style, g.log, Errorf(http.StatusUnauthorized, msgInvalidKey))
-				return
+				return nil, Errorf(http.StatusUnauthorized, msgInvalidKey)
 			}
 			// Bad keys spend the IP's anonymous budget: guessing costs.
 			subject, budget = "ip:"+ipSubject(caller.IP), g.cfg.AnonymousCU
@@ -336,26 +364,25 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 		}
 		kc := *k // handlers get a copy, not the cache's entry
 		caller.Key = &kc
+		noteKey(r, k.ID)
 		subject, budget = "key:"+k.ID, g.tierBudget(k)
 		if opts.Scope != "" && !k.HasScope(opts.Scope) {
 			denied = Errorf(http.StatusForbidden, "the API key lacks the %q scope this route needs", opts.Scope)
 		}
 	default:
 		if g.cfg.AnonymousCU < 0 {
-			WriteError(w, r, style, g.log, Errorf(http.StatusUnauthorized, "this server needs an API key (header x-data-api-key)"))
-			return
+			return nil, Errorf(http.StatusUnauthorized, "this server needs an API key (header x-data-api-key)")
 		}
 		subject, budget = "ip:"+ipSubject(caller.IP), g.cfg.AnonymousCU
 		if opts.Scope != "" {
 			denied = Errorf(http.StatusUnauthorized, "this route needs an API key with the %q scope", opts.Scope)
 		}
 	}
-	d, err := g.limiter.Take(ctx, subject, weight, budget)
+	d, err := g.limiter.Take(ctx, subject, cost, budget)
 	if err != nil {
 		g.log.Error("rate limiter failed", "request_id", RequestID(r), "err", err)
 		if !opts.failOpen {
-			WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
-			return
+			return nil, Unavailable("the store is unreachable; try again later")
 		}
 		d = Decision{Allowed: true, Limit: budget, Remaining: budget}
 	}
@@ -363,28 +390,25 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 	hd.Set("Ratelimit-Limit", strconv.FormatInt(d.Limit, 10))
 	hd.Set("Ratelimit-Remaining", strconv.FormatInt(d.Remaining, 10))
 	if !d.Allowed {
+		if g.obs != nil {
+			g.obs.RateLimited(routeOf(r), subjectKind(subject))
+		}
 		reset := strconv.FormatInt(int64((d.Reset+time.Second-1)/time.Second), 10)
 		e := Errorf(http.StatusTooManyRequests, "rate limit exceeded: this request costs %d compute units, %d of %d per minute remain; retry in %s s",
-			weight, d.Remaining, d.Limit, reset)
+			cost, d.Remaining, d.Limit, reset)
 		e.Headers = http.Header{"Ratelimit-Reset": {reset}, "Retry-After": {reset}}
-		WriteError(w, r, style, g.log, e)
-		return
+		return nil, e
 	}
 	if denied != nil {
-		WriteError(w, r, style, g.log, denied)
-		return
+		return nil, denied
 	}
-	r = r.WithContext(context.WithValue(ctx, callerKey, caller))
-	v, err := g.mapErrors(h)(r)
-	if err != nil {
-		WriteError(w, r, style, g.log, err)
-		return
-	}
-	if sb, ok := v.(statusBody); ok {
-		WriteJSON(w, sb.status, sb.body)
-		return
-	}
-	Wrap(style, g.log, func(*http.Request) (any, error) { return v, nil })(w, r)
+	return caller, nil
+}
+
+// subjectKind is a rate-limit subject's class, a metric label ("key", "ip", "perip").
+func subjectKind(subject string) string {
+	kind, _, _ := strings.Cut(subject, ":")
+	return kind
 }
 
 // statusBody is a response with a status of its own that is not an
