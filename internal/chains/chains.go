@@ -27,6 +27,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/metrics"
+	"github.com/permafrost-dev/permafrost/internal/obs"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	// ICMAllow and ICMDeny: see icm.Config.
 	ICMAllow, ICMDeny []common.Address
 	Log               *slog.Logger
+	// Metrics, when set, measures the node calls (and is handed on through
+	// Set.Metrics to what the set is used for).
+	Metrics *obs.Metrics
 }
 
 // Set is the network and the chains built for it.
@@ -172,12 +176,18 @@ func Offline(ctx context.Context, db *store.DB, o Options) (*Set, error) {
 	return set, nil
 }
 
+// Metrics is Options.Metrics (nil: none).
+func (s *Set) Metrics() *obs.Metrics { return s.opts.Metrics }
+
 func newSet(o Options) (*Set, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.Retry.Logger == nil {
 		o.Retry.Logger = o.Log
+	}
+	if o.Retry.Observe == nil && o.Metrics != nil {
+		o.Retry.Observe = o.Metrics.NodeCall
 	}
 	node, err := source.NewAvalanche(o.NodeURL, o.Retry)
 	if err != nil {

@@ -209,34 +209,44 @@ func (c *storeCollector) collect(ctx context.Context, ch chan<- prometheus.Metri
 		return err
 	}
 	for _, q := range []struct {
-		desc *prometheus.Desc
-		sql  string
+		desc  *prometheus.Desc
+		sql   string
+		queue string // the label always reported (0 when no row): the queue
 	}{
-		{descTxs, `SELECT chain_key, SUM(tx_count) FROM metrics_tx_daily GROUP BY chain_key`},
-		{descExports, `SELECT status, COUNT(*) FROM export_jobs GROUP BY status`},
-		{descEnrich, `SELECT state, COUNT(*) FROM enrich_nft_jobs GROUP BY state`},
+		{descTxs, `SELECT chain_key, SUM(tx_count) FROM metrics_tx_daily GROUP BY chain_key`, ""},
+		{descExports, `SELECT status, COUNT(*) FROM export_jobs GROUP BY status`, "RUNNING"},
+		{descEnrich, `SELECT state, COUNT(*) FROM enrich_nft_jobs GROUP BY state`, "pending"},
 	} {
-		if err := c.counts(ctx, ch, q.desc, q.sql); err != nil {
+		if err := c.counts(ctx, ch, q.desc, q.sql, q.queue); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// counts emits one gauge per (label, count) row of query.
-func (c *storeCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, query string) error {
+// counts emits one gauge per (label, count) row of query, and always one
+// for label always (when not "").
+func (c *storeCollector) counts(ctx context.Context, ch chan<- prometheus.Metric, desc *prometheus.Desc, query, always string) error {
 	rows, err := c.db.QueryContext(ctx, query)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
+	seen := false
 	for rows.Next() {
 		var label string
 		var n int64
 		if err := rows.Scan(&label, &n); err != nil {
 			return err
 		}
+		seen = seen || label == always
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n), label)
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if always != "" && !seen {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 0, always)
+	}
+	return nil
 }
