@@ -256,4 +256,3 @@ func count(fams map[string]*dto.MetricFamily, name string, labels map[string]str
 	}
 	return float64(m.GetHistogram().GetSampleCount()), true
 }
-

@@ -21,8 +21,8 @@ type Config struct {
 	MetricsListen string
 	// AdminListen is where GET /metrics (Prometheus) is served; "": not served.
 	AdminListen string
-	Node          string
-	EVMRPC        []string
+	Node        string
+	EVMRPC      []string
 	// EVMGenesis are genesis files of --evm-rpc chains outside this network.
 	EVMGenesis []string
 	// ICMAllow and ICMDeny limit which contracts' TeleporterMessenger events
