@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/keys"
@@ -177,6 +178,8 @@ type Guard struct {
 	limiter Limiter
 	health  *Health
 	obs     Observer
+	mu      sync.Mutex
+	muxes   []*Mux // where Install put the guard
 }
 
 // GuardOption adjusts a Guard (tests inject clocks and limiters).
@@ -235,6 +238,9 @@ func (g *Guard) Health() *Health { return g.health }
 // GET /v1/health-check and GET /v1/live-check. Call before serving.
 func (g *Guard) Install(m *Mux) {
 	m.guard = g
+	g.mu.Lock()
+	g.muxes = append(g.muxes, m)
+	g.mu.Unlock()
 	m.obs = g.obs
 	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg, m.writePreRouting))
 	health := RouteOpts{Weight: Free, PerIP: true, failOpen: true}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +14,8 @@ import (
 // comma-list length Params.List accepts, and a deadline on the handler's
 // context. The server's own MaxHeaderBytes
 // (NewHTTPServerLimits) refuses oversized header blocks before any handler
-// runs (see PreRoutingErrors for its answer's shape). Errors are answered
+// runs; Guard.Serve's connections give that answer the route's shape
+// (preroute.go). Errors are answered
 // by write, in the shape of the path's routes (Mux.writePreRouting).
 func Harden(cfg LimitsConfig, write func(http.ResponseWriter, *http.Request, *Error)) func(http.Handler) http.Handler {
 	cfg = cfg.WithDefaults()
@@ -79,16 +81,16 @@ func NewHTTPServerLimits(addr string, h http.Handler, cfg LimitsConfig) *http.Se
 // listener closes, and in-flight requests get up to ShutdownGrace to finish
 // before their connections are closed. Returns nil after a clean drain.
 func (g *Guard) Serve(ctx context.Context, srv *http.Server, l net.Listener) error {
-	errc := make(chan error, 1)
-	go func() {
+	if l == nil {
 		var err error
-		if l != nil {
-			err = srv.Serve(l)
-		} else {
-			err = srv.ListenAndServe()
+		if l, err = net.Listen("tcp", cmp.Or(srv.Addr, ":http")); err != nil {
+			return fmt.Errorf("serve %s: %w", srv.Addr, err)
 		}
-		errc <- err
-	}()
+	}
+	// net/http's own error answers in the route's shape (preroute.go).
+	l = shapedListener{Listener: l, g: g}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", srv.Addr, err)

@@ -69,6 +69,15 @@ func WriteJSONRPCError(w http.ResponseWriter, e *Error) {
 			w.Header().Add(k, v)
 		}
 	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	w.Write(jsonRPCErrorBody(strings.Join(e.Messages, "; "))) //nolint:errcheck // the client went away
+}
+
+// jsonRPCErrorBody is a JSON-RPC 2.0 error answer with id null, members in
+// gorilla's (the node's) order, and a newline.
+func jsonRPCErrorBody(msg string) []byte {
 	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
@@ -77,9 +86,6 @@ func WriteJSONRPCError(w http.ResponseWriter, e *Error) {
 		Version string   `json:"jsonrpc"`
 		Error   rpcError `json:"error"`
 		ID      any      `json:"id"`
-	}{"2.0", rpcError{JSONRPCServerError, strings.Join(e.Messages, "; ")}, nil})
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(e.Status)
-	w.Write(append(b, '\n')) //nolint:errcheck // the client went away
+	}{"2.0", rpcError{JSONRPCServerError, msg}, nil})
+	return append(b, '\n')
 }
