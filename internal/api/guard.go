@@ -105,8 +105,10 @@ type LimitsConfig struct {
 	IdleTimeout       time.Duration
 	HandlerTimeout    time.Duration
 	ShutdownGrace     time.Duration
-	// KeyCacheTTL is how long a key lookup is remembered (revocation takes
-	// effect within it on every replica). Default 30s; negative: no cache.
+	// KeyCacheTTL is how long a key lookup is remembered. A revocation
+	// does not wait for it: the cache is dropped when the keys' version
+	// moves, checked at most once a second (keyCache). Default 30s;
+	// negative: no cache.
 	KeyCacheTTL time.Duration
 }
 
