@@ -223,6 +223,7 @@ func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) err
 	if err != nil {
 		return err
 	}
+	pIx.Log = o.Log // every line in the configured format (--log-format json)
 	xIx, err := xchain.NewIndexer(g, o.Log)
 	if err != nil {
 		return err
