@@ -53,6 +53,9 @@ type Observer interface {
 
 // NewMux returns an empty router.
 func NewMux(log *slog.Logger) *Mux {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	m := &Mux{mux: http.NewServeMux(), log: log}
 	m.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, MessageString, log, NotFound("no route for %s %s", r.Method, r.URL.Path))
