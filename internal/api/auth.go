@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/keys"
@@ -87,14 +88,26 @@ func ipSubject(a netip.Addr) string {
 }
 
 // keyCache remembers key lookups (by hash) for a short time, including
-// misses, so a request costs no database round trip for its key.
+// misses, so a request costs no database round trip for its key. At most
+// once per keyVersionEvery (on the first lookup after it) it reads the
+// keys' version (keys.Version, bumped by every revocation and creation) and
+// forgets every entry when it moved: a key revoked by any process stops
+// working here within that time, whatever the TTL (issue #19).
 type keyCache struct {
 	db  *store.DB
 	ttl time.Duration
 	now func() time.Time
 	mu  sync.Mutex
 	m   map[string]cachedKey
+	gen uint64 // counts forgets (under mu)
+
+	checkMu   sync.Mutex // one version check at a time; the others wait for it
+	checkedAt atomic.Int64
+	version   int64 // under checkMu
 }
+
+// keyVersionEvery bounds how stale a cached key can be after a revocation.
+const keyVersionEvery = time.Second
 
 type cachedKey struct {
 	key *keys.Key // nil: no such key
@@ -116,12 +129,16 @@ func (c *keyCache) lookup(ctx context.Context, plaintext string) (*keys.Key, err
 	h := keys.Hash(plaintext)
 	now := c.now()
 	if c.ttl > 0 {
-		c.mu.Lock()
-		e, ok := c.m[h]
-		c.mu.Unlock()
-		if ok && now.Sub(e.at) < c.ttl && now.Sub(e.at) >= 0 {
-			return e.key, nil
+		if err := c.checkVersion(ctx, now); err != nil {
+			return nil, err
 		}
+	}
+	c.mu.Lock()
+	e, ok := c.m[h]
+	gen := c.gen
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl && now.Sub(e.at) >= 0 {
+		return e.key, nil
 	}
 	k, err := keys.Lookup(ctx, c.db, plaintext)
 	var kp *keys.Key
@@ -137,8 +154,49 @@ func (c *keyCache) lookup(ctx context.Context, plaintext string) (*keys.Key, err
 		if len(c.m) >= maxCachedKeys {
 			clear(c.m)
 		}
-		c.m[h] = cachedKey{key: kp, at: now}
+		// A forget since the read above may be the revocation of this
+		// very key: the read is then not worth remembering.
+		if c.gen == gen {
+			c.m[h] = cachedKey{key: kp, at: now}
+		}
 		c.mu.Unlock()
 	}
 	return kp, nil
+}
+
+// checkVersion drops the cache when the keys' version moved since the last
+// check, checking when keyVersionEvery has passed. A failed check drops the
+// cache too: a revocation it cannot rule out must not be served.
+func (c *keyCache) checkVersion(ctx context.Context, now time.Time) error {
+	fresh := func() bool {
+		d := now.Sub(time.Unix(0, c.checkedAt.Load()))
+		return d >= 0 && d < keyVersionEvery
+	}
+	if fresh() {
+		return nil
+	}
+	c.checkMu.Lock()
+	defer c.checkMu.Unlock()
+	if fresh() {
+		return nil // another request checked meanwhile
+	}
+	v, err := keys.Version(ctx, c.db)
+	if err != nil || v != c.version {
+		c.forget()
+	}
+	if err != nil {
+		c.checkedAt.Store(0)
+		return err
+	}
+	c.version = v
+	c.checkedAt.Store(now.UnixNano())
+	return nil
+}
+
+// forget drops every cached lookup (a key was revoked or created).
+func (c *keyCache) forget() {
+	c.mu.Lock()
+	clear(c.m)
+	c.gen++
+	c.mu.Unlock()
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/keys"
@@ -104,8 +106,10 @@ type LimitsConfig struct {
 	IdleTimeout       time.Duration
 	HandlerTimeout    time.Duration
 	ShutdownGrace     time.Duration
-	// KeyCacheTTL is how long a key lookup is remembered (revocation takes
-	// effect within it on every replica). Default 30s; negative: no cache.
+	// KeyCacheTTL is how long a key lookup is remembered. A revocation
+	// does not wait for it: the cache is dropped when the keys' version
+	// moves, checked at most once a second (keyCache). Default 30s;
+	// negative: no cache.
 	KeyCacheTTL time.Duration
 }
 
@@ -176,6 +180,9 @@ type Guard struct {
 	keys    *keyCache
 	limiter Limiter
 	health  *Health
+	obs     Observer
+	mu      sync.Mutex
+	muxes   []*Mux // where Install put the guard
 }
 
 // GuardOption adjusts a Guard (tests inject clocks and limiters).
@@ -183,6 +190,10 @@ type GuardOption func(*Guard)
 
 // WithClock sets the clock of key expiry, rate windows and lag checks.
 func WithClock(now func() time.Time) GuardOption { return func(g *Guard) { g.now = now } }
+
+// WithObserver has the guard and the routers it is installed on report
+// their measurements (requests, rate-limit rejections) to o.
+func WithObserver(o Observer) GuardOption { return func(g *Guard) { g.obs = o } }
 
 // WithLimiter replaces the limiter NewGuard picks for the store.
 func WithLimiter(l Limiter) GuardOption { return func(g *Guard) { g.limiter = l } }
@@ -206,6 +217,18 @@ func NewGuard(db *store.DB, cfg LimitsConfig, log *slog.Logger, opts ...GuardOpt
 	return g
 }
 
+// RevokeKey revokes the key with the public id and forgets this process's
+// cached lookups at once; other processes notice within a second (the
+// keys' version, see keyCache). An administrative route revoking keys must
+// call this rather than keys.Revoke.
+func (g *Guard) RevokeKey(ctx context.Context, id string) error {
+	if err := keys.Revoke(ctx, g.db, id); err != nil {
+		return err
+	}
+	g.keys.forget()
+	return nil
+}
+
 // Config returns the effective configuration (defaults filled in).
 func (g *Guard) Config() LimitsConfig { return g.cfg }
 
@@ -218,7 +241,11 @@ func (g *Guard) Health() *Health { return g.health }
 // GET /v1/health-check and GET /v1/live-check. Call before serving.
 func (g *Guard) Install(m *Mux) {
 	m.guard = g
-	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg))
+	g.mu.Lock()
+	g.muxes = append(g.muxes, m)
+	g.mu.Unlock()
+	m.obs = g.obs
+	m.Use(CORS(g.cfg.CORSOrigins), Harden(g.cfg, m.writePreRouting))
 	health := RouteOpts{Weight: Free, PerIP: true, failOpen: true}
 	m.HandleGuarded("GET /v1/health-check", health, MessageString, g.health.HealthCheck)
 	m.HandleGuarded("GET /v1/live-check", health, MessageString, g.health.LiveCheck)
@@ -228,7 +255,7 @@ func (g *Guard) Install(m *Mux) {
 // recovery of ServeHTTP; the first added is the outermost. Call before serving.
 func (m *Mux) Use(mw ...func(http.Handler) http.Handler) {
 	m.mws = append(m.mws, mw...)
-	var h http.Handler = m.mux
+	var h http.Handler = http.HandlerFunc(m.route)
 	for i := len(m.mws) - 1; i >= 0; i-- {
 		h = m.mws[i](h)
 	}
@@ -294,11 +321,34 @@ func CallerFrom(r *http.Request) Caller {
 const msgInvalidKey = "the API key is not valid (unknown, revoked or expired)"
 
 func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, style ErrorStyle, h Handler) {
-	ctx := r.Context()
 	weight := int64(opts.Weight)
 	if weight <= 0 {
 		weight = int64(Medium)
 	}
+	caller, e := g.admit(w, r, opts, weight)
+	if e != nil {
+		WriteError(w, r, style, g.log, e)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), callerKey, caller))
+	v, err := g.mapErrors(h)(r)
+	if err != nil {
+		WriteError(w, r, style, g.log, err)
+		return
+	}
+	if sb, ok := v.(statusBody); ok {
+		WriteJSON(w, sb.status, sb.body)
+		return
+	}
+	Wrap(style, g.log, func(*http.Request) (any, error) { return v, nil })(w, r)
+}
+
+// admit identifies the caller (key or client IP), charges cost CU to it and
+// sets the rate-limit headers on w. A non-nil *Error is the answer instead
+// of the route's (401, 403, 429 or 503), for the caller to write in its
+// route's shape.
+func (g *Guard) admit(w http.ResponseWriter, r *http.Request, opts RouteOpts, cost int64) (*Caller, *Error) {
+	ctx := r.Context()
 	caller := &Caller{IP: ClientIP(r, g.cfg.TrustedProxies)}
 	var subject string
 	var budget int64
@@ -310,13 +360,11 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 		k, err := g.keys.lookup(ctx, plaintext)
 		if err != nil {
 			g.log.Error("api key lookup failed", "request_id", RequestID(r), "err", err)
-			WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
-			return
+			return nil, Unavailable("the store is unreachable; try again later")
 		}
 		if k == nil || k.Valid(g.now()) != nil {
 			if g.cfg.AnonymousCU < 0 {
-				WriteError(w, r, style, g.log, Errorf(http.StatusUnauthorized, msgInvalidKey))
-				return
+				return nil, Errorf(http.StatusUnauthorized, msgInvalidKey)
 			}
 			// Bad keys spend the IP's anonymous budget: guessing costs.
 			subject, budget = "ip:"+ipSubject(caller.IP), g.cfg.AnonymousCU
@@ -325,26 +373,25 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 		}
 		kc := *k // handlers get a copy, not the cache's entry
 		caller.Key = &kc
+		noteKey(r, k.ID)
 		subject, budget = "key:"+k.ID, g.tierBudget(k)
 		if opts.Scope != "" && !k.HasScope(opts.Scope) {
 			denied = Errorf(http.StatusForbidden, "the API key lacks the %q scope this route needs", opts.Scope)
 		}
 	default:
 		if g.cfg.AnonymousCU < 0 {
-			WriteError(w, r, style, g.log, Errorf(http.StatusUnauthorized, "this server needs an API key (header x-data-api-key)"))
-			return
+			return nil, Errorf(http.StatusUnauthorized, "this server needs an API key (header x-data-api-key)")
 		}
 		subject, budget = "ip:"+ipSubject(caller.IP), g.cfg.AnonymousCU
 		if opts.Scope != "" {
 			denied = Errorf(http.StatusUnauthorized, "this route needs an API key with the %q scope", opts.Scope)
 		}
 	}
-	d, err := g.limiter.Take(ctx, subject, weight, budget)
+	d, err := g.limiter.Take(ctx, subject, cost, budget)
 	if err != nil {
 		g.log.Error("rate limiter failed", "request_id", RequestID(r), "err", err)
 		if !opts.failOpen {
-			WriteError(w, r, style, g.log, Unavailable("the store is unreachable; try again later"))
-			return
+			return nil, Unavailable("the store is unreachable; try again later")
 		}
 		d = Decision{Allowed: true, Limit: budget, Remaining: budget}
 	}
@@ -352,28 +399,25 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, opts RouteOpts, st
 	hd.Set("Ratelimit-Limit", strconv.FormatInt(d.Limit, 10))
 	hd.Set("Ratelimit-Remaining", strconv.FormatInt(d.Remaining, 10))
 	if !d.Allowed {
+		if g.obs != nil {
+			g.obs.RateLimited(routeOf(r), subjectKind(subject))
+		}
 		reset := strconv.FormatInt(int64((d.Reset+time.Second-1)/time.Second), 10)
 		e := Errorf(http.StatusTooManyRequests, "rate limit exceeded: this request costs %d compute units, %d of %d per minute remain; retry in %s s",
-			weight, d.Remaining, d.Limit, reset)
+			cost, d.Remaining, d.Limit, reset)
 		e.Headers = http.Header{"Ratelimit-Reset": {reset}, "Retry-After": {reset}}
-		WriteError(w, r, style, g.log, e)
-		return
+		return nil, e
 	}
 	if denied != nil {
-		WriteError(w, r, style, g.log, denied)
-		return
+		return nil, denied
 	}
-	r = r.WithContext(context.WithValue(ctx, callerKey, caller))
-	v, err := g.mapErrors(h)(r)
-	if err != nil {
-		WriteError(w, r, style, g.log, err)
-		return
-	}
-	if sb, ok := v.(statusBody); ok {
-		WriteJSON(w, sb.status, sb.body)
-		return
-	}
-	Wrap(style, g.log, func(*http.Request) (any, error) { return v, nil })(w, r)
+	return caller, nil
+}
+
+// subjectKind is a rate-limit subject's class, a metric label ("key", "ip", "perip").
+func subjectKind(subject string) string {
+	kind, _, _ := strings.Cut(subject, ":")
+	return kind
 }
 
 // statusBody is a response with a status of its own that is not an

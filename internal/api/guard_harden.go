@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,13 +14,15 @@ import (
 // comma-list length Params.List accepts, and a deadline on the handler's
 // context. The server's own MaxHeaderBytes
 // (NewHTTPServerLimits) refuses oversized header blocks before any handler
-// runs, with net/http's plain 431.
-func Harden(cfg LimitsConfig) func(http.Handler) http.Handler {
+// runs; Guard.Serve's connections give that answer the route's shape
+// (preroute.go). Errors are answered
+// by write, in the shape of the path's routes (Mux.writePreRouting).
+func Harden(cfg LimitsConfig, write func(http.ResponseWriter, *http.Request, *Error)) func(http.Handler) http.Handler {
 	cfg = cfg.WithDefaults()
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if n := len(r.RequestURI); n > cfg.MaxURLBytes {
-				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the URL is %d bytes long; at most %d are accepted", n, cfg.MaxURLBytes)))
+				write(w, r, BadRequest(fmt.Sprintf("the URL is %d bytes long; at most %d are accepted", n, cfg.MaxURLBytes)))
 				return
 			}
 			lines := 0
@@ -27,17 +30,17 @@ func Harden(cfg LimitsConfig) func(http.Handler) http.Handler {
 				lines += len(vs)
 				for _, v := range vs {
 					if len(v) > cfg.MaxHeaderValueBytes {
-						WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("header %s is %d bytes long; at most %d are accepted", truncate(name), len(v), cfg.MaxHeaderValueBytes)))
+						write(w, r, BadRequest(fmt.Sprintf("header %s is %d bytes long; at most %d are accepted", truncate(name), len(v), cfg.MaxHeaderValueBytes)))
 						return
 					}
 				}
 			}
 			if lines > cfg.MaxHeaderCount {
-				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the request has %d header lines; at most %d are accepted", lines, cfg.MaxHeaderCount)))
+				write(w, r, BadRequest(fmt.Sprintf("the request has %d header lines; at most %d are accepted", lines, cfg.MaxHeaderCount)))
 				return
 			}
 			if r.ContentLength > cfg.MaxBodyBytes {
-				WriteError(w, r, MessageString, nil, BadRequest(fmt.Sprintf("the request body is %d bytes long; at most %d are accepted", r.ContentLength, cfg.MaxBodyBytes)))
+				write(w, r, BadRequest(fmt.Sprintf("the request body is %d bytes long; at most %d are accepted", r.ContentLength, cfg.MaxBodyBytes)))
 				return
 			}
 			if r.Body != nil && r.Body != http.NoBody {
@@ -78,16 +81,16 @@ func NewHTTPServerLimits(addr string, h http.Handler, cfg LimitsConfig) *http.Se
 // listener closes, and in-flight requests get up to ShutdownGrace to finish
 // before their connections are closed. Returns nil after a clean drain.
 func (g *Guard) Serve(ctx context.Context, srv *http.Server, l net.Listener) error {
-	errc := make(chan error, 1)
-	go func() {
+	if l == nil {
 		var err error
-		if l != nil {
-			err = srv.Serve(l)
-		} else {
-			err = srv.ListenAndServe()
+		if l, err = net.Listen("tcp", cmp.Or(srv.Addr, ":http")); err != nil {
+			return fmt.Errorf("serve %s: %w", srv.Addr, err)
 		}
-		errc <- err
-	}()
+	}
+	// net/http's own error answers in the route's shape (preroute.go).
+	l = shapedListener{Listener: l, g: g}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve %s: %w", srv.Addr, err)

@@ -45,7 +45,7 @@ func newClock(t time.Time) *clock    { c := &clock{}; c.ns.Store(t.UnixNano()); 
 func (c *clock) now() time.Time      { return time.Unix(0, c.ns.Load()) }
 func (c *clock) add(d time.Duration) { c.ns.Add(int64(d)) }
 
-// testClockStart is 20 s into a minute: every window then resets in 40 s.
+// testClockStart is 20 s into a minute (limits no longer depend on it: GCRA).
 func testClockStart() time.Time { return time.Now().Truncate(time.Minute).Add(20 * time.Second) }
 
 type guardFixture struct {
@@ -248,8 +248,8 @@ func TestGuardStatusPaths(t *testing.T) {
 		check(t, "anon 1", m, rq("GET", "/v1/small", anonA, nil, ""), want{200, `{"ok":true}`, rl("25", "15")})
 		check(t, "anon 2", m, rq("GET", "/v1/small", anonA, nil, ""), want{200, `{"ok":true}`, rl("25", "5")})
 		check(t, "anon 429", m, rq("GET", "/v1/small", anonA, nil, ""), want{429,
-			`{"error":"Too Many Requests","message":"rate limit exceeded: this request costs 10 compute units, 5 of 25 per minute remain; retry in 40 s","statusCode":429}`,
-			map[string]string{"Ratelimit-Limit": "25", "Ratelimit-Remaining": "5", "Ratelimit-Reset": "40", "Retry-After": "40"}})
+			`{"error":"Too Many Requests","message":"rate limit exceeded: this request costs 10 compute units, 5 of 25 per minute remain; retry in 12 s","statusCode":429}`,
+			map[string]string{"Ratelimit-Limit": "25", "Ratelimit-Remaining": "5", "Ratelimit-Reset": "12", "Retry-After": "12"}})
 		// A route without a weight costs Medium (20): one fits in 25, the next does not.
 		check(t, "default weight", m, rq("GET", "/v1/chains/P/thing", anonD, nil, ""), want{200, `{"chain":"P"}`, rl("25", "5")})
 
@@ -261,7 +261,7 @@ func TestGuardStatusPaths(t *testing.T) {
 		check(t, "junk key", m, rq("GET", "/v1/small", anonC, key("X-Data-Api-Key", "hunter2"), ""), want{401,
 			`{"error":"Unauthorized","message":"the API key is not valid (unknown, revoked or expired)","statusCode":401}`, rl("25", "5")})
 		check(t, "bad keys spend the IP budget", m, rq("GET", "/v1/small", anonC, key("X-Data-Api-Key", "hunter2"), ""), want{429, "",
-			map[string]string{"Ratelimit-Limit": "25", "Ratelimit-Remaining": "5", "Retry-After": "40"}})
+			map[string]string{"Ratelimit-Limit": "25", "Ratelimit-Remaining": "5", "Retry-After": "12"}})
 		check(t, "revoked key", m, rq("GET", "/v1/small", "192.0.2.50", key("X-Data-Api-Key", f.revoked), ""), want{401,
 			`{"error":"Unauthorized","message":"the API key is not valid (unknown, revoked or expired)","statusCode":401}`, rl("25", "15")})
 		check(t, "glacier header", m, rq("GET", "/v1/small", anonA, key("X-Glacier-Api-Key", f.pro), ""), want{200, `{"ok":true}`, rl("1000", "990")})
@@ -307,8 +307,8 @@ func TestGuardStatusPaths(t *testing.T) {
 			check(t, "metrics", m, rq("GET", "/v1/avg_tps/C", anonA, key("X-Data-Api-Key", f.pro), ""), want{200, `{"key":false,"results":[]}`, rl("3", fmt.Sprint(i))})
 		}
 		check(t, "metrics 429", m, rq("GET", "/v1/avg_tps/C", anonA, nil, ""), want{429,
-			`{"error":"Too Many Requests","message":["rate limit exceeded: this request costs 1 compute units, 0 of 3 per minute remain; retry in 40 s"],"statusCode":429}`,
-			map[string]string{"Ratelimit-Limit": "3", "Ratelimit-Remaining": "0", "Ratelimit-Reset": "40", "Retry-After": "40"}})
+			`{"error":"Too Many Requests","message":["rate limit exceeded: this request costs 1 compute units, 0 of 3 per minute remain; retry in 20 s"],"statusCode":429}`,
+			map[string]string{"Ratelimit-Limit": "3", "Ratelimit-Remaining": "0", "Ratelimit-Reset": "20", "Retry-After": "20"}})
 		check(t, "metrics other IP", m, rq("GET", "/v1/avg_tps/C", anonB, nil, ""), want{200, "", rl("3", "2")})
 
 		// Request limits (before routing and rate limiting).
@@ -342,8 +342,9 @@ func TestGuardStatusPaths(t *testing.T) {
 		check(t, "health-check", m, rq("GET", "/v1/health-check", anonD, nil, ""), want{503, healthBody("error"), rl("3", "2")})
 		check(t, "live-check", m, rq("GET", "/v1/live-check", anonD, nil, ""), want{200, healthBody("ok"), rl("3", "1")})
 
-		// A new window restores budgets; an hour on, the expiring key has expired.
-		f.clk.add(40 * time.Second)
+		// A minute restores budgets (GCRA: 25 CU refill per minute; 5 CU in 12 s,
+		// the Retry-After above); an hour on, the expiring key has expired.
+		f.clk.add(time.Minute)
 		check(t, "new window", m, rq("GET", "/v1/small", anonA, nil, ""), want{200, `{"ok":true}`, rl("25", "15")})
 		check(t, "expiring key, valid", m, rq("GET", "/v1/small", anonA, key("X-Data-Api-Key", f.expiring), ""), want{200, `{"ok":true}`, rl("1000", "990")})
 		f.clk.add(time.Hour)

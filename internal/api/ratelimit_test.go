@@ -24,7 +24,7 @@ func limiters(db *store.DB, now func() time.Time) map[string]Limiter {
 	return map[string]Limiter{"memory": NewMemoryLimiter(now), "sql": NewSQLLimiter(db, now)}
 }
 
-func TestLimiterWindows(t *testing.T) {
+func TestLimiterGCRA(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		for name, mk := range map[string]func(func() time.Time) Limiter{
 			"memory": func(now func() time.Time) Limiter { return NewMemoryLimiter(now) },
@@ -35,6 +35,7 @@ func TestLimiterWindows(t *testing.T) {
 				clk := newClock(testClockStart())
 				l := mk(clk.now)
 				subj := "key:" + name
+				// Budget 60 CU per minute: one CU refills per second.
 				steps := []struct {
 					cost     int64
 					allowed  bool
@@ -42,36 +43,84 @@ func TestLimiterWindows(t *testing.T) {
 					advance  time.Duration
 					resetSec int64
 				}{
-					{30, true, 70, 0, 40},
-					{50, true, 20, 0, 40},
-					{30, false, 20, 0, 40},                     // would exceed: denied, charges nothing
-					{20, true, 0, 0, 40},                       // exactly the budget
-					{1, false, 0, 39500 * time.Millisecond, 1}, // 0.5 s left: reset rounds to 1 s (header ceil)
-					{101, false, 100, time.Second, 60},         // next window, 0.5 s in; can never fit
-					{100, true, 0, 0, 60},
+					{30, true, 30, 0, 30},
+					{20, true, 10, 0, 50},
+					{30, false, 10, 0, 20},                   // would exceed: denied, charges nothing; fits in 20 s
+					{10, true, 0, 0, 60},                     // exactly the budget
+					{1, false, 0, 500 * time.Millisecond, 1}, // 0.5 s on: 0.5 CU back, the next CU in 0.5 s (header ceil)
+					{1, true, 0, 500 * time.Millisecond, 60},
+					{61, false, 10, 10 * time.Second, 50}, // can never fit; the whole budget is back in 50 s
+					{10, true, 0, 0, 60},
+					{60, true, 0, time.Minute, 60}, // a minute on: whole again
 				}
 				for i, s := range steps {
 					clk.add(s.advance)
-					d, err := l.Take(ctx, subj, s.cost, 100)
+					d, err := l.Take(ctx, subj, s.cost, 60)
 					if err != nil {
 						t.Fatal(err)
 					}
 					reset := int64((d.Reset + time.Second - 1) / time.Second)
-					if d.Allowed != s.allowed || d.Remaining != s.remain || d.Limit != 100 || reset != s.resetSec {
+					if d.Allowed != s.allowed || d.Remaining != s.remain || d.Limit != 60 || reset != s.resetSec {
 						t.Errorf("step %d: %+v (reset %d s), want allowed %v remaining %d reset %d", i, d, reset, s.allowed, s.remain, s.resetSec)
 					}
 				}
 				// Subjects are independent.
-				if d, _ := l.Take(ctx, subj+"-other", 100, 100); !d.Allowed {
+				if d, _ := l.Take(ctx, subj+"-other", 60, 60); !d.Allowed {
 					t.Error("another subject was charged")
 				}
 			})
 		}
-		// The SQL limiter removes finished windows.
+		// The SQL limiter removes subjects whose budget is whole again.
+		clk := newClock(testClockStart().Add(10 * time.Minute))
+		l := NewSQLLimiter(db, clk.now)
+		if _, err := l.Take(context.Background(), "cleanup", 1, 60); err != nil {
+			t.Fatal(err)
+		}
 		var n int
-		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM rate_windows WHERE window_start < $1`,
-			testClockStart().Truncate(time.Minute).Unix()+60).Scan(&n); err != nil || n != 0 {
-			t.Errorf("old windows left: %d %v", n, err)
+		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM rate_gcra WHERE tat <= $1`, clk.now().UnixMicro()).Scan(&n); err != nil || n != 0 {
+			t.Errorf("refilled subjects left: %d %v", n, err)
+		}
+	})
+}
+
+// TestLimiterWindowBoundary is issue #19's finding: with fixed minute
+// windows a client spending its whole budget just before a minute ends got
+// it whole again just after. Whatever the phase, over any 2 s at most the
+// budget plus what refills in 2 s passes, on both limiters and backends.
+func TestLimiterWindowBoundary(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for name, mk := range map[string]func(func() time.Time) Limiter{
+			"memory": func(now func() time.Time) Limiter { return NewMemoryLimiter(now) },
+			"sql":    func(now func() time.Time) Limiter { return NewSQLLimiter(db, now) },
+		} {
+			t.Run(name, func(t *testing.T) {
+				const budget = 600 // 10 CU refill per second
+				for _, phase := range []time.Duration{59 * time.Second, 59900 * time.Millisecond, 30 * time.Second} {
+					clk := newClock(time.Now().Truncate(time.Minute).Add(time.Hour).Add(phase))
+					lim := mk(clk.now)
+					subj := fmt.Sprintf("boundary:%s:%s", name, phase)
+					var passed int64
+					// Ten requests of 100 CU every 0.2 s for 2 s, crossing a minute boundary.
+					for range 10 {
+						for range 10 {
+							d, err := lim.Take(context.Background(), subj, 100, budget)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if d.Allowed {
+								passed += 100
+							}
+						}
+						clk.add(200 * time.Millisecond)
+					}
+					if max := int64(budget + 2*budget/60); passed > max {
+						t.Errorf("phase %s: %d CU passed in 2 s, at most %d may", phase, passed, max)
+					}
+					if passed < budget {
+						t.Errorf("phase %s: only %d CU passed, the budget is %d", phase, passed, budget)
+					}
+				}
+			})
 		}
 	})
 }
@@ -205,35 +254,89 @@ func TestTwoReplicasShareBudget(t *testing.T) {
 	if a, b := get(urls[0]), get(urls[1]); a != 200 || b != 200 {
 		t.Fatalf("new window: %d %d", a, b)
 	}
-	if err := keys.Revoke(ctx, guards[0].db, keys.IDOf(k)); err != nil {
+	// Issue #19: at once on the replica that revoked, within a second on the other.
+	if err := guards[0].RevokeKey(ctx, keys.IDOf(k)); err != nil {
 		t.Fatal(err)
 	}
-	if got := get(urls[1]); got != 200 {
-		t.Errorf("within the key cache TTL replica 1 answered %d", got)
+	if got := get(urls[0]); got != 401 {
+		t.Errorf("revoked on replica 0, replica 0 answered %d at once", got)
 	}
-	clk.add(6 * time.Second)
+	clk.add(keyVersionEvery)
 	if got := get(urls[1]); got != 401 {
-		t.Errorf("revoked on replica 0, replica 1 answered %d after the cache TTL", got)
+		t.Errorf("revoked on replica 0, replica 1 answered %d a second later (the key cache TTL is 5 s)", got)
+	}
+}
+
+// TestRevokeWithinASecond: a key revoked by another process on the same
+// database (`permafrost keys revoke`: its own store handle) stops working
+// within a second although the key cache keeps lookups for 30 s, on both
+// backends.
+func TestRevokeWithinASecond(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			dsn := storetest.DSNFor(t, backend)
+			db := storetest.Open(t, dsn)
+			cli := storetest.Open(t, dsn) // the other process
+			cfg := testLimits()
+			cfg.KeyCacheTTL = 30 * time.Second
+			f := newGuardFixture(t, db, cfg)
+			f.routes("")
+			ctx := context.Background()
+			k, err := keys.Create(ctx, cli, "soon revoked", "pro", nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			get := func(key string) int {
+				rec := httptest.NewRecorder()
+				f.m.ServeHTTP(rec, rq("GET", "/v1/small", "192.0.2.1", map[string]string{"X-Data-Api-Key": key}, ""))
+				return rec.Code
+			}
+			if got := get(k); got != 200 {
+				t.Fatalf("new key: %d", got)
+			}
+			if err := keys.Revoke(ctx, cli, keys.IDOf(k)); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.add(keyVersionEvery)
+			if got := get(k); got != 401 {
+				t.Errorf("revoked by another process a second ago: %d, want 401", got)
+			}
+			// A creation moves the version too: lookups keep working.
+			k2, err := keys.Create(ctx, cli, "created later", "pro", nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.add(keyVersionEvery)
+			if got := get(k2); got != 200 {
+				t.Errorf("key created by another process a second ago: %d, want 200", got)
+			}
+		})
 	}
 }
 
 func TestMemoryLimiterOverflow(t *testing.T) {
 	clk := newClock(testClockStart())
 	l := NewMemoryLimiter(clk.now)
+	busy := clk.now().Add(time.Hour).UnixMicro() // not refilled: the sweep keeps them
 	for i := range maxSubjects {
-		l.used[fmt.Sprint(i)] = 1
+		l.tat[fmt.Sprint(i)] = busy
 	}
-	l.current, _ = window(clk.now())
-	// New subjects past the cap share one counter.
+	l.lastSweep = clk.now().UnixMicro()
+	// New subjects past the cap share one state.
 	if d, _ := l.Take(context.Background(), "a", 5, 6); !d.Allowed {
 		t.Fatal("first overflow subject denied")
 	}
 	if d, _ := l.Take(context.Background(), "b", 5, 6); d.Allowed || d.Remaining != 1 {
 		t.Errorf("second overflow subject: %+v", d)
 	}
-	// A new window forgets everything.
+	// Refilled subjects are forgotten.
+	for s := range l.tat {
+		if s != overflowSubject {
+			l.tat[s] = 1
+		}
+	}
 	clk.add(time.Minute)
-	if d, _ := l.Take(context.Background(), "b", 5, 6); !d.Allowed || len(l.used) != 1 {
-		t.Errorf("after the window: %+v, %d subjects", d, len(l.used))
+	if d, _ := l.Take(context.Background(), "b", 5, 6); !d.Allowed || len(l.tat) != 1 {
+		t.Errorf("after a minute: %+v, %d subjects", d, len(l.tat))
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/export"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/obs"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
@@ -65,7 +66,7 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger, cmd string
 // --evm-genesis files).
 func chainOptions(cfg *config.Config, log *slog.Logger) (chains.Options, error) {
 	o := chains.Options{
-		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log,
+		NodeURL: cfg.Node, GenesisPath: cfg.Genesis, EVMRPCs: cfg.EVMRPC, BatchSize: cfg.BatchSize, Log: log, Metrics: obs.New(),
 		RPCBatch: cfg.RPCBatch, RPCConcurrency: cfg.RPCConcurrency, EVMGenesis: map[uint64]map[common.Address]*big.Int{},
 		Traces: traceMode(cfg),
 	}
@@ -119,7 +120,8 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 // pipelineOptions: every chain of the set, and the L1 chains created on the
 // P-chain that the node serves, found as the P-chain is indexed.
 func pipelineOptions(cfg *config.Config, db *store.DB, set *chains.Set, untilTip bool) ingest.Options {
-	return ingest.Options{UntilTip: untilTip, Poll: cfg.Poll, Discover: set.Discover(db), DiscoverEvery: max(10*cfg.Poll, 2*time.Second)}
+	return ingest.Options{UntilTip: untilTip, Poll: cfg.Poll, Discover: set.Discover(db), DiscoverEvery: max(10*cfg.Poll, 2*time.Second),
+		Observer: set.Metrics()}
 }
 
 // reindex rebuilds every chain's rows from the stored raw blocks; it reads no
@@ -236,10 +238,15 @@ func run(ctx context.Context, cfg *config.Config, db *store.DB, set *chains.Set,
 			return err
 		}
 	}
-	guard, err := newGuard(db, cfg, log)
+	guard, err := newGuard(db, cfg, log, set.Metrics())
 	if err != nil {
 		return err
 	}
+	stopAdmin, err := startAdmin(cfg.AdminListen, set.Metrics(), log)
+	if err != nil {
+		return err
+	}
+	defer stopAdmin()
 	handler, closers, err := buildAPI(ctx, cfg, db, set, guard, log)
 	if err != nil {
 		return err
@@ -443,7 +450,7 @@ func (b *balanceNodes) close() {
 }
 
 // newGuard builds the API keys / rate limits / health guard from the config.
-func newGuard(db *store.DB, cfg *config.Config, log *slog.Logger) (*api.Guard, error) {
+func newGuard(db *store.DB, cfg *config.Config, log *slog.Logger, m *obs.Metrics) (*api.Guard, error) {
 	limits := api.LimitsConfig{
 		AnonymousCU:           cfg.AnonymousCU,
 		MetricsPerIPPerMinute: cfg.MetricsCU,
@@ -466,5 +473,6 @@ func newGuard(db *store.DB, cfg *config.Config, log *slog.Logger) (*api.Guard, e
 		}
 		limits.TrustedProxies = append(limits.TrustedProxies, prefix)
 	}
-	return api.NewGuard(db, limits, log), nil
+	m.WatchStore(db)
+	return api.NewGuard(db, limits, log, api.WithObserver(m)), nil
 }

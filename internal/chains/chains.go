@@ -27,6 +27,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/metrics"
+	"github.com/permafrost-dev/permafrost/internal/obs"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -52,6 +53,9 @@ type Options struct {
 	// (source.TracesAuto: when the node serves them).
 	Traces source.TraceMode
 	Log    *slog.Logger
+	// Metrics, when set, measures the node calls (and is handed on through
+	// Set.Metrics to what the set is used for).
+	Metrics *obs.Metrics
 }
 
 // Set is the network and the chains built for it.
@@ -175,12 +179,18 @@ func Offline(ctx context.Context, db *store.DB, o Options) (*Set, error) {
 	return set, nil
 }
 
+// Metrics is Options.Metrics (nil: none).
+func (s *Set) Metrics() *obs.Metrics { return s.opts.Metrics }
+
 func newSet(o Options) (*Set, error) {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
 	if o.Retry.Logger == nil {
 		o.Retry.Logger = o.Log
+	}
+	if o.Retry.Observe == nil && o.Metrics != nil {
+		o.Retry.Observe = o.Metrics.NodeCall
 	}
 	node, err := source.NewAvalanche(o.NodeURL, o.Retry)
 	if err != nil {
@@ -216,6 +226,7 @@ func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) err
 	if err != nil {
 		return err
 	}
+	pIx.Log = o.Log // every line in the configured format (--log-format json)
 	xIx, err := xchain.NewIndexer(g, o.Log)
 	if err != nil {
 		return err

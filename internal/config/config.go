@@ -19,8 +19,10 @@ type Config struct {
 	DB            string
 	Listen        string
 	MetricsListen string
-	Node          string
-	EVMRPC        []string
+	// AdminListen is where GET /metrics (Prometheus) is served; "": not served.
+	AdminListen string
+	Node        string
+	EVMRPC      []string
 	// EVMGenesis are genesis files of --evm-rpc chains outside this network.
 	EVMGenesis []string
 	// ICMAllow and ICMDeny limit which contracts' TeleporterMessenger events
@@ -82,6 +84,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.DB, "db", "sqlite:./data/permafrost.db", "database: sqlite:PATH or postgres://...")
 	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to serve the APIs on")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "optional separate address for the metrics service")
+	fs.StringVar(&c.AdminListen, "admin-listen", "", "optional address for operators: GET /metrics (Prometheus); keep it private")
 	fs.StringVar(&c.Node, "node", "http://127.0.0.1:9650", "avalanchego base URL")
 	fs.Func("evm-rpc", "further EVM chain JSON-RPC URL (repeatable)", func(s string) error {
 		c.EVMRPC = append(c.EVMRPC, s)

@@ -132,16 +132,46 @@ func (f *fetcher) resolve(uri string) (target, outcome) {
 		if f.gateway == NoIPFSGateway {
 			return target{}, fail(StatusInvalidScheme, true, "token URI %q: ipfs:// is not fetched here (no IPFS gateway configured: --ipfs-gateway)", clip(u))
 		}
-		full := f.gateway + "/ipfs/" + cid
-		if path != "" {
-			full += "/" + path
+		clean, ok := cleanIPFSPath(path)
+		if !ok {
+			return target{}, fail(StatusInvalidURI, true, "token URI %q has a path that leaves its IPFS CID", clip(u))
 		}
+		full := f.gateway + "/ipfs/" + cid + clean
 		if _, err := url.Parse(full); err != nil {
 			return target{}, fail(StatusInvalidURI, true, "token URI %q: %v", clip(u), err)
 		}
 		return target{url: full}, outcome{}
 	}
 	return target{}, fail(StatusInvalidScheme, true, "token URI scheme %q is not data, http(s) or ipfs", clip(scheme))
+}
+
+// cleanIPFSPath normalises the path after an IPFS CID for the gateway:
+// each segment is percent-decoded, empty and "." segments are dropped, and
+// the rest are escaped again, so no "..", encoded dot or encoded slash
+// reaches the gateway (which would resolve them against its own root, not
+// the CID's). A ".." or a segment with a backslash or NUL refuses the URI:
+// it names nothing inside the CID. Returns "" or "/seg/seg".
+func cleanIPFSPath(p string) (string, bool) {
+	// A query or fragment is no part of an IPFS path.
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	var b strings.Builder
+	for _, seg := range strings.Split(p, "/") {
+		dec, err := url.PathUnescape(seg)
+		if err != nil {
+			return "", false
+		}
+		switch {
+		case dec == "" || dec == ".":
+			continue
+		case dec == ".." || strings.ContainsAny(dec, "/\\\x00"):
+			return "", false
+		}
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(dec))
+	}
+	return b.String(), true
 }
 
 // validCID accepts the characters of CIDv0 (base58btc) and CIDv1

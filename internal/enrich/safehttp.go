@@ -34,7 +34,17 @@ var (
 		"203.0.113.0/24",  // TEST-NET-3
 		"2001:db8::/32",   // documentation
 		"100::/64",        // discard-only
+		// Transition and deprecated IPv6 ranges that can carry or reach an
+		// internal IPv4 destination the checks below cannot see through
+		// (issue #19): refused outright, whatever the policy.
+		"64:ff9b:1::/48",  // local-use NAT64 (RFC 8215): a site's own translator
+		"::ffff:0:0:0/96", // SIIT IPv4-translated (RFC 2765)
+		"2001::/32",       // Teredo: the embedded server/client IPv4 are attacker-chosen
+		"fec0::/10",       // site-local (deprecated; still routed as private on some networks)
 	)
+	// IPv4-compatible IPv6 (deprecated, RFC 4291): refused outright except
+	// :: and ::1, which the unspecified and loopback checks judge.
+	ipv4Compatible = netip.MustParsePrefix("::/96")
 	// Private, shared and special-purpose ranges beyond netip's IsPrivate:
 	// refused unless AllowPrivate.
 	privatePrefixes = mustPrefixes(
@@ -85,7 +95,7 @@ func (p addrPolicy) check(ip netip.Addr) error {
 	switch {
 	case ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast():
 		return fmt.Errorf("%w: %s is not a unicast destination", ErrBlockedAddress, ip)
-	case inAny(ip, neverPrefixes):
+	case inAny(ip, neverPrefixes) || (ipv4Compatible.Contains(ip) && !ip.IsLoopback()):
 		return fmt.Errorf("%w: %s is a reserved address", ErrBlockedAddress, ip)
 	case ip.IsLoopback():
 		if !p.allowLoopback {

@@ -153,6 +153,18 @@ func TestAddrPolicy(t *testing.T) {
 		{"224.0.0.1", false, false, false},
 		{"255.255.255.255", false, false, false},
 		{"ff02::1", false, false, false},
+		// Issue #19: transition ranges that can reach an internal IPv4.
+		{"64:ff9b:1::a00:1", false, false, false},    // local-use NAT64
+		{"64:ff9b:1:ffff::1", false, false, false},   // local-use NAT64, any suffix
+		{"::ffff:0:7f00:1", false, false, false},     // SIIT IPv4-translated 127.0.0.1
+		{"::ffff:0:a9fe:a9fe", false, false, false},  // SIIT IPv4-translated 169.254.169.254
+		{"::a00:1", false, false, false},             // IPv4-compatible 10.0.0.1
+		{"::7f00:1", false, false, false},            // IPv4-compatible 127.0.0.1
+		{"2001:0:4136:e378::1", false, false, false}, // Teredo
+		{"fec0::1", false, false, false},             // site-local
+		{"feff:ffff::1", false, false, false},        // site-local, top of fec0::/10
+		{"2001:4860:4860::8888", true, true, true},   // public, next to Teredo
+		{"64:ff9b:2::1", true, true, true},           // outside both NAT64 prefixes
 	} {
 		ip := netip.MustParseAddr(c.ip)
 		for _, p := range []struct {
@@ -191,7 +203,16 @@ func TestResolveURI(t *testing.T) {
 		{"data:application/json;base64," + strings.Repeat("QUFB", 60), "", "", StatusTooLarge},
 		{"ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/3.json", "http://gw.example/ipfs/bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/3.json", "", ""},
 		{"ipfs://ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", "http://gw.example/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG", "", ""},
-		{"IPFS://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a b.json", "http://gw.example/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a b.json", "", ""},
+		{"IPFS://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a b.json", "http://gw.example/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a%20b.json", "", ""},
+		// Issue #19: no "..", encoded dot or encoded slash reaches the gateway.
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/../../etc/passwd", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/%2e%2e/%2E%2E/admin", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a/.%2E/b", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/..%2fx", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/..%5cx", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/%zz", "", "", StatusInvalidURI},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/./a//%2e/b.json", "http://gw.example/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/a/b.json", "", ""},
+		{"ipfs://QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/1.json?x=../../y", "http://gw.example/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG/1.json", "", ""},
 		{"ipfs://../etc/passwd", "", "", StatusInvalidURI},
 		{"https://meta.example.org/1.json", "https://meta.example.org/1.json", "", ""},
 		{" http://meta.example.org/2 ", "http://meta.example.org/2", "", ""},

@@ -68,6 +68,14 @@ type Options struct {
 	// already. It is asked every DiscoverEvery (default 10 s).
 	Discover      func(ctx context.Context, known map[string]bool) ([]Chain, error)
 	DiscoverEvery time.Duration
+	// Observer, when set, is told of each committed batch (metrics).
+	Observer Observer
+}
+
+// Observer receives the ingest measurements (internal/obs implements it).
+type Observer interface {
+	// Batch is one committed batch of chain: its blocks and wall time.
+	Batch(chain string, blocks uint64, took time.Duration)
 }
 
 // Pipeline follows a set of chains into one store.
@@ -421,8 +429,12 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 	chunks := prefetch(fctx, c, from, to, size, batch)
 	var done uint64
 	for from+done <= to {
+		began := time.Now()
 		n, err := p.writeBatch(ctx, c, chunks, tip)
 		done += n
+		if n > 0 && p.opts.Observer != nil {
+			p.opts.Observer.Batch(c.Key, n, time.Since(began))
+		}
 		if n > 0 {
 			p.committed(c, from+done-1, n, tip, st)
 			if rerr := p.recordState(ctx, c, st, nil); rerr != nil {

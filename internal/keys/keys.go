@@ -218,11 +218,43 @@ func create(ctx context.Context, db *store.DB, name, tier string, scopes []strin
 	if expiry > 0 {
 		expires = now.Add(expiry).Unix()
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO api_keys (id, key_hash, name, tier, scopes, created_at, expires_at, revoked_at)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,NULL)`, id, Hash(plaintext), name, tier, strings.Join(scopes, ","), now.Unix(), expires); err != nil {
+	err := changeKeys(ctx, db, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO api_keys (id, key_hash, name, tier, scopes, created_at, expires_at, revoked_at)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,NULL)`, id, Hash(plaintext), name, tier, strings.Join(scopes, ","), now.Unix(), expires)
+		return err
+	})
+	if err != nil {
 		return "", fmt.Errorf("keys: create: %w", err)
 	}
 	return plaintext, nil
+}
+
+// changeKeys runs change and increments api_keys_version in one
+// transaction: API processes watch the version to drop cached lookups (a
+// revoked key, or a cached miss of a key just created).
+func changeKeys(ctx context.Context, db *store.DB, change func(tx *sql.Tx) error) error {
+	tx, err := db.WriterDB().BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit: a no-op
+	if err := change(tx); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE api_keys_version SET version = version + 1 WHERE id = 1`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Version is the api_keys_version counter: it changes whenever a key is
+// created or revoked.
+func Version(ctx context.Context, db *store.DB) (int64, error) {
+	var v int64
+	if err := db.QueryRowContext(ctx, `SELECT version FROM api_keys_version WHERE id = 1`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("keys: version: %w", err)
+	}
+	return v, nil
 }
 
 // normScopes trims, drops empties and duplicates, keeping order.
@@ -302,12 +334,21 @@ func Revoke(ctx context.Context, db *store.DB, id string) error {
 }
 
 func revoke(ctx context.Context, db *store.DB, id string, now time.Time) error {
-	res, err := db.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, now.Unix(), id)
+	err := changeKeys(ctx, db, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) WHERE id = $2`, now.Unix(), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("keys: revoke %q: %w", id, ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("keys: revoke %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("keys: revoke %q: %w", id, ErrNotFound)
 	}
 	return nil
 }

@@ -38,6 +38,9 @@ type Retry struct {
 	Logger *slog.Logger
 	// Classify says whether an error is worth retrying (default IsRetryable).
 	Classify func(error) bool
+	// Observe, when set, is told of every attempt: the call's name, how
+	// long it took and its error (the node call metrics, internal/obs).
+	Observe func(op string, took time.Duration, err error)
 }
 
 const (
@@ -115,7 +118,7 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 		if ctx.Err() != nil {
 			return giveUp(attempt - 1)
 		}
-		err := r.attempt(ctx, fn)
+		err := r.attempt(ctx, op, fn)
 		if err == nil {
 			return nil
 		}
@@ -157,13 +160,19 @@ func (r Retry) Do(ctx context.Context, op string, fn func(ctx context.Context) e
 	}
 }
 
-func (r Retry) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
+func (r Retry) attempt(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	if r.AttemptTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.AttemptTimeout)
 		defer cancel()
 	}
-	return fn(ctx)
+	if r.Observe == nil {
+		return fn(ctx)
+	}
+	start := time.Now()
+	err := fn(ctx)
+	r.Observe(op, time.Since(start), err)
+	return err
 }
 
 // RetryValue is Do for functions returning a value.

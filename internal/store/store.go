@@ -56,6 +56,7 @@ type DB struct {
 	read    *sql.DB
 	dsn     string
 	ckpt    *checkpointer // file SQLite databases only
+	path    string        // file SQLite databases only: the database file
 	exec    *sqliteExec   // SQLite: the write transactions' statements (nil: all through the driver)
 }
 
@@ -112,6 +113,9 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	db := &DB{dialect: SQLite, write: w, dsn: dsn, exec: newSQLiteExec()}
+	if !memory {
+		db.path = path
+	}
 	// The writer connects first: it creates a new database, with its page size.
 	if err := w.PingContext(ctx); err != nil {
 		w.Close()
@@ -207,6 +211,22 @@ func (db *DB) QueryRowContext(ctx context.Context, q string, args ...any) *sql.R
 // (small writes outside ingestion: page tokens, jobs, keys).
 func (db *DB) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	return db.write.ExecContext(ctx, q, args...)
+}
+
+// ReaderDB exposes the read pool (its statistics, for metrics).
+func (db *DB) ReaderDB() *sql.DB { return db.read }
+
+// WALBytes is the size of a file SQLite database's write-ahead log (0 on
+// PostgreSQL, in memory, or without a log file).
+func (db *DB) WALBytes() int64 {
+	if db.path == "" {
+		return 0
+	}
+	fi, err := os.Stat(db.path + "-wal")
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 // WriterDB exposes the writer pool for code that needs database/sql directly

@@ -15,6 +15,8 @@ import (
 	"github.com/gorilla/rpc/v2/json2"
 
 	avajson "github.com/ava-labs/avalanchego/utils/json"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
 )
 
 // handler wraps the gorilla server (the node's envelope) with what the node
@@ -76,11 +78,16 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		h.rpc.ServeHTTP(w, r) // gorilla's 405, as the node answers
+		if h.metered(w, r, 1) {
+			h.rpc.ServeHTTP(w, r) // gorilla's 405, as the node answers
+		}
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
+		if !h.metered(w, r, 1) {
+			return
+		}
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			writeBody(w, http.StatusRequestEntityTooLarge, errorBody(json2.E_INVALID_REQ,
@@ -91,11 +98,26 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.acceptsContentType(r) || !isBatch(body) {
+		if !h.metered(w, r, 1) {
+			return
+		}
 		out := h.dispatch(r, body)
 		out.write(w)
 		return
 	}
 	h.serveBatch(w, r, body)
+}
+
+// metered charges calls to the caller's rate-limit budget (api.Meter: the
+// data service's budgets and headers, when mounted on an api.Mux with a
+// guard) and, when refused, answers the JSON-RPC error; it reports whether
+// to go on.
+func (h *handler) metered(w http.ResponseWriter, r *http.Request, calls int) bool {
+	if e := api.Meter(w, r, calls); e != nil {
+		api.WriteJSONRPCError(w, e)
+		return false
+	}
+	return true
 }
 
 // acceptsContentType mirrors gorilla's codec choice.
@@ -123,7 +145,12 @@ func isBatch(body []byte) bool {
 // empty answer array is not sent, as JSON-RPC 2.0 requires).
 func (h *handler) serveBatch(w http.ResponseWriter, r *http.Request, body []byte) {
 	var elems []json.RawMessage
-	if err := json.Unmarshal(body, &elems); err != nil {
+	err := json.Unmarshal(body, &elems)
+	// Each call of a batch is charged, before any runs (issue #19).
+	if !h.metered(w, r, len(elems)) {
+		return
+	}
+	if err != nil {
 		// Not JSON: the node's own parse error.
 		h.dispatch(r, body).write(w)
 		return

@@ -79,6 +79,7 @@ import (
 
 	"github.com/ava-labs/avalanchego/utils/constants"
 
+	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -211,11 +212,27 @@ type Router interface {
 	HandleHTTP(pattern string, h http.Handler)
 }
 
+// CallWeight is what one JSON-RPC call costs, in compute units, out of the
+// caller's rate-limit budget (a batch costs it per call): the data
+// service's Small class.
+const CallWeight = api.Small
+
+// meteredRouter is a router with API keys and rate limits (api.Mux).
+type meteredRouter interface {
+	HandleMetered(pattern string, opts api.RouteOpts, h http.Handler)
+}
+
 // Mount registers h on every path of Paths, for all methods: like the node,
 // the handler itself answers a non-POST request with 405 and gorilla's
-// message.
+// message. On an api.Mux the calls are metered (CallWeight per call) with
+// the data service's keys, budgets and rate-limit headers.
 func Mount(r Router, h http.Handler) {
+	mr, metered := r.(meteredRouter)
 	for _, p := range Paths() {
+		if metered {
+			mr.HandleMetered(p, api.RouteOpts{Weight: CallWeight}, h)
+			continue
+		}
 		r.HandleHTTP(p, h)
 	}
 }

@@ -48,6 +48,11 @@ func copyDatabase(ctx context.Context, src, dst *store.DB, log *slog.Logger) err
 	}
 	for _, t := range tables {
 		start := time.Now()
+		// Rows the migrations seed (e.g. api_keys_version's counter) come
+		// with the copy: the source's replace them.
+		if _, err := dst.ExecContext(ctx, `DELETE FROM `+pgx.Identifier{t}.Sanitize()); err != nil {
+			return fmt.Errorf("table %s: %w", t, err)
+		}
 		n, err := copyTable(ctx, src, dst, t)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", t, err)
