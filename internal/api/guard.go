@@ -289,7 +289,7 @@ func (m *Mux) HandleGuarded(pattern string, opts RouteOpts, style ErrorStyle, h 
 		// A programming error, caught at startup like a bad mux pattern.
 		panic(fmt.Sprintf("api: route %q: a PerIP route reads no key, so it cannot require scope %q", pattern, opts.Scope))
 	}
-	m.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m.register(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.guard == nil {
 			if opts.Scope != "" {
 				WriteError(w, r, style, m.log, Errorf(http.StatusUnauthorized, "this route needs an API key with the %q scope", opts.Scope))

@@ -26,7 +26,7 @@ func (m *Mux) HandleMetered(pattern string, opts RouteOpts, h http.Handler) {
 		path = pattern
 	}
 	m.jsonRPC = append(m.jsonRPC, strings.TrimSuffix(path, "/"))
-	m.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	m.register(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if m.guard != nil {
 			r = r.WithContext(context.WithValue(r.Context(), meterKey, &meter{g: m.guard, opts: opts}))
 		}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 )
@@ -38,7 +39,18 @@ type Mux struct {
 	// jsonRPC are the path prefixes whose errors are JSON-RPC objects
 	// (HandleMetered routes), for the errors written before routing.
 	jsonRPC []string
+	// patterns are the registered routes (the /openapi.json document).
+	patterns []string
 }
+
+// register registers h on pattern and records the pattern.
+func (m *Mux) register(pattern string, h http.Handler) {
+	m.mux.Handle(pattern, h)
+	m.patterns = append(m.patterns, pattern)
+}
+
+// Routes lists the registered route patterns ("METHOD /path").
+func (m *Mux) Routes() []string { return slices.Clone(m.patterns) }
 
 // Observer receives the router's and the guard's measurements
 // (internal/obs implements it with Prometheus collectors).
@@ -65,11 +77,11 @@ func NewMux(log *slog.Logger) *Mux {
 
 // Handle registers a (result, error) handler on a "METHOD /path" pattern.
 func (m *Mux) Handle(pattern string, style ErrorStyle, h Handler) {
-	m.mux.Handle(pattern, Wrap(style, m.log, h))
+	m.register(pattern, Wrap(style, m.log, h))
 }
 
 // HandleHTTP registers a plain http.Handler.
-func (m *Mux) HandleHTTP(pattern string, h http.Handler) { m.mux.Handle(pattern, h) }
+func (m *Mux) HandleHTTP(pattern string, h http.Handler) { m.register(pattern, h) }
 
 // reqInfo is what the access log and the metrics learn while a request is
 // served (a pointer in its context: inner handlers see copies of the request).

@@ -17,6 +17,7 @@ import (
 	"github.com/ava-labs/libevm/common"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/api/apidoc"
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
 	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
 	"github.com/permafrost-dev/permafrost/internal/api/enrichapi"
@@ -394,6 +395,12 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 		return nil, nil, err
 	}
 	platform.Mount(mux, rpc)
+
+	// Its own documentation, built from the routes registered here.
+	v, _ := Version()
+	docs := apidoc.New(mux, v)
+	mux.HandleHTTP("GET /openapi.json", http.HandlerFunc(docs.OpenAPI))
+	mux.HandleHTTP("GET /docs", http.HandlerFunc(docs.Docs))
 
 	agg, err := warpindex.NewAggregator(ctx, warpindex.AggregatorConfig{
 		DB: db, NetworkID: network.ID, Node: set.Node,

@@ -1,5 +1,5 @@
 // Package apitest validates HTTP responses of the data service against the
-// published OpenAPI 3.1 document (testdata/openapi/data-api.openapi.json)
+// published OpenAPI 3.1 document (internal/api/apidoc/published/data-api.openapi.json)
 // with github.com/getkin/kin-openapi, using its JSON Schema 2020-12
 // validator (santhosh-tekuri/jsonschema). Handler tests of every data-service
 // package share it:
@@ -53,7 +53,7 @@ import (
 )
 
 // DocPath is the document's path relative to the module root.
-const DocPath = "testdata/openapi/data-api.openapi.json"
+const DocPath = "internal/api/apidoc/published/data-api.openapi.json"
 
 // Spec is the loaded document, ready to validate responses.
 type Spec struct {
