@@ -798,3 +798,135 @@ func (c *comparer) erc20Balances(ctx context.Context) {
 		}
 	}
 }
+
+// evmTxs compares every EVM tx of the log (C and the L1) as the data
+// service lists it among its sender's native transactions with the node's
+// eth_getTransactionByHash and receipt.
+func (c *comparer) evmTxs(ctx context.Context) {
+	for _, r := range c.n.Log.Records() {
+		if (r.Chain != ChainC && r.Chain != ChainL1) || r.Atomic {
+			continue
+		}
+		rpcURL, chainID := c.n.CRPCURL(), c.n.CEVMChainID.String()
+		if r.Chain == ChainL1 {
+			rpcURL, chainID = c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
+		}
+		kind := r.Chain + " native tx (listNative vs eth_getTransactionByHash + receipt)"
+		var tx struct {
+			From     string         `json:"from"`
+			To       *string        `json:"to"`
+			Value    hexutil.Big    `json:"value"`
+			Gas      hexutil.Uint64 `json:"gas"`
+			Nonce    hexutil.Uint64 `json:"nonce"`
+			Type     hexutil.Uint64 `json:"type"`
+			GasPrice hexutil.Big    `json:"gasPrice"`
+		}
+		var rc struct {
+			BlockHash         string         `json:"blockHash"`
+			BlockNumber       hexutil.Uint64 `json:"blockNumber"`
+			TransactionIndex  hexutil.Uint64 `json:"transactionIndex"`
+			Status            hexutil.Uint64 `json:"status"`
+			GasUsed           hexutil.Uint64 `json:"gasUsed"`
+			EffectiveGasPrice hexutil.Big    `json:"effectiveGasPrice"`
+			ContractAddress   *string        `json:"contractAddress"`
+		}
+		if err := rpcCall(ctx, rpcURL, "eth_getTransactionByHash", []any{r.TxID}, &tx); err != nil {
+			c.rep.check(kind, r.TxID, []string{"node: " + err.Error()})
+			continue
+		}
+		if err := rpcCall(ctx, rpcURL, "eth_getTransactionReceipt", []any{r.TxID}, &rc); err != nil {
+			c.rep.check(kind, r.TxID, []string{"node: " + err.Error()})
+			continue
+		}
+		want := map[string]string{
+			"blockNumber": strconv.FormatUint(uint64(rc.BlockNumber), 10),
+			"blockHash":   strings.ToLower(rc.BlockHash),
+			"blockIndex":  strconv.FormatUint(uint64(rc.TransactionIndex), 10),
+			"txStatus":    strconv.FormatUint(uint64(rc.Status), 10),
+			"txType":      strconv.FormatUint(uint64(tx.Type), 10),
+			"gasLimit":    strconv.FormatUint(uint64(tx.Gas), 10),
+			"gasUsed":     strconv.FormatUint(uint64(rc.GasUsed), 10),
+			"gasPrice":    (*big.Int)(&rc.EffectiveGasPrice).String(),
+			"nonce":       strconv.FormatUint(uint64(tx.Nonce), 10),
+			"from":        strings.ToLower(tx.From),
+			"value":       (*big.Int)(&tx.Value).String(),
+			"chainId":     chainID,
+		}
+		switch {
+		case tx.To != nil:
+			want["to"] = strings.ToLower(*tx.To)
+		case rc.ContractAddress != nil:
+			want["to"] = strings.ToLower(*rc.ContractAddress)
+		}
+		base := fmt.Sprintf("%s/v1/chains/%s/addresses/%s/transactions:listNative?pageSize=100", c.pf, chainID, strings.ToLower(tx.From))
+		var found map[string]string
+		var d []string
+		for next := base; next != "" && found == nil; {
+			code, body, err := httpGet(ctx, next)
+			if err != nil || code != 200 {
+				d = append(d, fmt.Sprintf("GET %s: %d %v %s", next, code, err, truncate(string(body), 200)))
+				break
+			}
+			var page struct {
+				Transactions []struct {
+					BlockNumber string `json:"blockNumber"`
+					BlockHash   string `json:"blockHash"`
+					ChainID     string `json:"chainId"`
+					BlockIndex  int64  `json:"blockIndex"`
+					TxHash      string `json:"txHash"`
+					TxStatus    string `json:"txStatus"`
+					TxType      int64  `json:"txType"`
+					GasLimit    string `json:"gasLimit"`
+					GasUsed     string `json:"gasUsed"`
+					GasPrice    string `json:"gasPrice"`
+					Nonce       string `json:"nonce"`
+					From        struct {
+						Address string `json:"address"`
+					} `json:"from"`
+					To struct {
+						Address string `json:"address"`
+					} `json:"to"`
+					Value string `json:"value"`
+				} `json:"transactions"`
+				NextPageToken string `json:"nextPageToken"`
+			}
+			if err := json.Unmarshal(body, &page); err != nil {
+				d = append(d, err.Error())
+				break
+			}
+			for _, t := range page.Transactions {
+				if !strings.EqualFold(t.TxHash, r.TxID) {
+					continue
+				}
+				found = map[string]string{
+					"blockNumber": t.BlockNumber, "blockHash": strings.ToLower(t.BlockHash), "blockIndex": strconv.FormatInt(t.BlockIndex, 10),
+					"txStatus": t.TxStatus, "txType": strconv.FormatInt(t.TxType, 10), "gasLimit": t.GasLimit, "gasUsed": t.GasUsed,
+					"gasPrice": t.GasPrice, "nonce": t.Nonce, "from": strings.ToLower(t.From.Address), "value": t.Value, "chainId": t.ChainID,
+				}
+				if t.To.Address != "" || want["to"] != "" {
+					found["to"] = strings.ToLower(t.To.Address)
+				}
+			}
+			next = ""
+			if page.NextPageToken != "" {
+				next = base + "&pageToken=" + url.QueryEscape(page.NextPageToken)
+			}
+		}
+		if found == nil && len(d) == 0 {
+			d = append(d, "not among its sender's native transactions")
+		}
+		if found != nil {
+			keys := make([]string, 0, len(want))
+			for k := range want {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if found[k] != want[k] {
+					d = append(d, fmt.Sprintf("%s: permafrost %q, node %q", k, found[k], want[k]))
+				}
+			}
+		}
+		c.rep.check(kind, r.TxID, d)
+	}
+}
