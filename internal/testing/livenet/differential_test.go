@@ -22,6 +22,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/formatting"
 	"github.com/ava-labs/avalanchego/utils/hashing"
 	"github.com/ava-labs/avalanchego/vms/proposervm/block"
+	"github.com/ava-labs/libevm/common"
 	"github.com/ava-labs/libevm/common/hexutil"
 )
 
@@ -928,5 +929,92 @@ func (c *comparer) evmTxs(ctx context.Context) {
 			}
 		}
 		c.rep.check(kind, r.TxID, d)
+	}
+}
+
+// nftBalances compares, at the tip, each address's ERC-721 tokens
+// (balances:listErc721) with ownerOf and its ERC-1155 balances
+// (balances:listErc1155) with balanceOf, for token IDs 0..15 of the
+// workload's DevNFT and DevMulti on the C-chain (the workload mints small
+// IDs; a minted ID beyond them would show as served but not compared).
+func (c *comparer) nftBalances(ctx context.Context) {
+	nft, multi := c.res.CContracts["DevNFT"], c.res.CContracts["DevMulti"]
+	if nft == (common.Address{}) || multi == (common.Address{}) {
+		c.rep.notCompared("ERC-721/1155 balances: the workload deployed no DevNFT/DevMulti")
+		return
+	}
+	nftAddr, multiAddr := strings.ToLower(nft.Hex()), strings.ToLower(multi.Hex())
+	tip := hexutil.EncodeUint64(c.tips[ChainC])
+	word := func(v uint64) string { return fmt.Sprintf("%064x", v) }
+	owners := map[string]string{} // token ID -> owner, per ownerOf
+	for id := uint64(0); id < 16; id++ {
+		var out hexutil.Bytes
+		if err := rpcCall(ctx, c.n.CRPCURL(), "eth_call", []any{map[string]any{"to": nftAddr, "data": "0x6352211e" + word(id)}, tip}, &out); err != nil {
+			continue // no such token (never minted, or burned)
+		}
+		if len(out) == 32 {
+			owners[strconv.FormatUint(id, 10)] = "0x" + hex.EncodeToString(out[12:])
+		}
+	}
+	cid := c.n.CEVMChainID.String()
+	for _, a := range c.evmAddresses(ChainC) {
+		// ERC-721
+		var d []string
+		code, body, err := httpGet(ctx, fmt.Sprintf("%s/v1/chains/%s/addresses/%s/balances:listErc721?pageSize=100&contractAddress=%s", c.pf, cid, a, nftAddr))
+		var g721 struct {
+			Erc721TokenBalances []struct {
+				TokenID string `json:"tokenId"`
+			} `json:"erc721TokenBalances"`
+		}
+		if err != nil || code != 200 || json.Unmarshal(body, &g721) != nil {
+			d = append(d, fmt.Sprintf("permafrost listErc721: HTTP %d %v %s", code, err, truncate(string(body), 200)))
+		} else {
+			got := map[string]bool{}
+			for _, t := range g721.Erc721TokenBalances {
+				got[t.TokenID] = true
+			}
+			for id, o := range owners {
+				if (o == a) != got[id] {
+					d = append(d, fmt.Sprintf("token %s: served for %s %v, node ownerOf %s", id, a, got[id], o))
+				}
+			}
+		}
+		c.rep.check("C ERC-721 owners (listErc721 vs ownerOf)", a, d)
+
+		// ERC-1155
+		d = nil
+		code, body, err = httpGet(ctx, fmt.Sprintf("%s/v1/chains/%s/addresses/%s/balances:listErc1155?pageSize=100&contractAddress=%s", c.pf, cid, a, multiAddr))
+		var g1155 struct {
+			Erc1155TokenBalances []struct {
+				TokenID string `json:"tokenId"`
+				Balance string `json:"balance"`
+			} `json:"erc1155TokenBalances"`
+		}
+		if err != nil || code != 200 || json.Unmarshal(body, &g1155) != nil {
+			d = append(d, fmt.Sprintf("permafrost listErc1155: HTTP %d %v %s", code, err, truncate(string(body), 200)))
+		} else {
+			got := map[string]string{}
+			for _, t := range g1155.Erc1155TokenBalances {
+				got[t.TokenID] = t.Balance
+			}
+			for id := uint64(0); id < 16; id++ {
+				var out hexutil.Bytes
+				data := "0x00fdd58e" + word(0)[:24] + strings.TrimPrefix(a, "0x") + word(id)
+				if err := rpcCall(ctx, c.n.CRPCURL(), "eth_call", []any{map[string]any{"to": multiAddr, "data": data}, tip}, &out); err != nil {
+					d = append(d, "node balanceOf: "+err.Error())
+					break
+				}
+				want := new(big.Int).SetBytes(out).String()
+				k := strconv.FormatUint(id, 10)
+				g, ok := got[k]
+				if !ok {
+					g = "0"
+				}
+				if g != want {
+					d = append(d, fmt.Sprintf("token %s: permafrost %s, node balanceOf %s", k, g, want))
+				}
+			}
+		}
+		c.rep.check("C ERC-1155 balances (listErc1155 vs balanceOf)", a, d)
 	}
 }
