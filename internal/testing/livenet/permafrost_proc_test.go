@@ -59,6 +59,11 @@ type permafrost struct {
 	runs   int
 	cmd    *exec.Cmd
 	done   chan error
+	// mu orders start, kill and stop between the test and the kill timer;
+	// closed (set by stop at the test's end) keeps a late restart from
+	// outliving the test.
+	mu     sync.Mutex
+	closed bool
 }
 
 // startPermafrost runs `permafrost serve` against node (the L1 node, which
@@ -81,6 +86,11 @@ func startPermafrost(t *testing.T, bin, node, genesisPath, dsn, logDir string) *
 
 func (p *permafrost) start() {
 	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
 	p.runs++
 	logPath := filepath.Join(p.logDir, fmt.Sprintf("permafrost-serve-%d.log", p.runs))
 	f, err := os.Create(logPath)
@@ -99,6 +109,8 @@ func (p *permafrost) start() {
 
 // kill sends SIGKILL, as a crash or an OOM kill would, and waits for the exit.
 func (p *permafrost) kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.cmd == nil {
 		return
 	}
@@ -109,6 +121,9 @@ func (p *permafrost) kill() {
 
 // stop asks for a clean shutdown (SIGTERM), then kills after 20 s.
 func (p *permafrost) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
 	if p.cmd == nil {
 		return
 	}
@@ -124,6 +139,8 @@ func (p *permafrost) stop() {
 
 // exited reports a process that ended on its own (not through kill/stop).
 func (p *permafrost) exited() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.cmd == nil {
 		return nil
 	}

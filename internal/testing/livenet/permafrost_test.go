@@ -65,6 +65,7 @@ func followNetwork(t *testing.T, n *Network, killAfter time.Duration) *follower 
 		defer close(f.lagDone)
 		f.sampler.run(ctx, func() *permafrost { return current }, f.l1Keys, 200*time.Millisecond)
 	}()
+	t.Cleanup(func() { f.killTimer.Stop() })
 	f.killTimer = time.AfterFunc(killAfter, func() {
 		h, _ := f.pf.servedHeights(context.Background(), f.l1Keys...)
 		f.heightsAtKill = h
