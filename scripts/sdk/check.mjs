@@ -66,6 +66,10 @@ const cases = {
   dataIcmList: [{ network: facts.network }],
   dataIcmListByAddress: [{ address: facts.cAddr, network: facts.network }],
   dataIcmGet: [{ messageId: "0x" + "ab".repeat(32), expect: "error" }],
+  // The older Teleporter routes the SDK still calls (the same operations).
+  dataTeleporterListTeleporterMessages: [{ network: facts.network }],
+  dataTeleporterListTeleporterMessagesByAddress: [{ address: facts.cAddr, network: facts.network }],
+  dataTeleporterGetTeleporterMessage: [{ messageId: "0x" + "ab".repeat(32), expect: "error" }],
   dataPrimaryNetworkBlocksListLatest: [
     { network: facts.network, blockchainId: "p-chain" },
     { network: facts.network, blockchainId: "x-chain" },
