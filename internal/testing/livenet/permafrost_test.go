@@ -224,8 +224,7 @@ func (f *follower) indexFromScratch(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer lf.Close()
-	cmd := exec.CommandContext(ctx, f.bin, "index", "--until-tip", "--node", f.n.L1NodeURI(), "--genesis", f.n.GenesisPath,
-		"--db", dsn, "--ipfs-gateway", "http://127.0.0.1:9")
+	cmd := exec.CommandContext(ctx, f.bin, "index", "--until-tip", "--node", f.n.L1NodeURI(), "--genesis", f.n.GenesisPath, "--db", dsn)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	start := time.Now()
 	err = cmd.Run()
