@@ -40,11 +40,15 @@ var (
 		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cBlob("tx_hash"), bInt("block_time"),
 		cBlob("token"), cText("erc_type"), cBlob("from_addr"), cBlob("to_addr"), cBlob("operator"),
 		cText("token_id"), cText("value")}, "")
+	// evm_contracts: the first block whose events show a contract's type
+	// records it (erc_type_block), whether or not the enrichment already set
+	// erc_type from calls (leaving erc_type_block -1): the row must not
+	// depend on which ran first.
 	insContracts = newInsert("evm_contracts", []column{bText("chain_key"), cText("address"),
 		cText("creation_kind"), cText("tx_hash"), bInt("block_number"), bInt("block_time"),
 		cText("deployer_address"), cText("deployer_contract_address"), cText("erc_type"), cInt("erc_type_block")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
-			" WHERE evm_contracts.erc_type = '' AND excluded.erc_type <> ''")
+			" WHERE evm_contracts.erc_type_block = -1 AND excluded.erc_type <> ''")
 	insNFTs = newInsert("evm_nft_tokens", []column{bText("chain_key"), cText("token"), cText("token_id"),
 		cText("erc_type"), cText("owner"), bInt("owner_block"), bInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+

@@ -80,6 +80,66 @@ func TestRestartedIndexerMatchesOneRun(t *testing.T) {
 	})
 }
 
+// The enrichment sets a contract's erc_type from calls (token metadata)
+// as soon as it sees the contract, often before any Transfer event of it
+// is indexed; the indexer must still record the block whose events first
+// showed the type, so that a database built while following the chain (the
+// enrichment first) equals one indexed from scratch (the events first).
+// Found by the live-network suite (internal/testing/livenet).
+func TestErcTypeBlockIndependentOfEnrichment(t *testing.T) {
+	gen, blocks := generated(11, 120)
+	const q = "SELECT address, erc_type, erc_type_block FROM evm_contracts ORDER BY 1"
+	storetest.ForEachBackend(t, func(t *testing.T, one *store.DB) {
+		ctx := context.Background()
+		indextest.Apply(t, one, genIndexer(t, gen), blocks, 25)
+		want := dumpTables(t, one, []string{q})[0]
+
+		// The split: the block before the first one whose events typed a
+		// contract created earlier (the generator deploys its tokens with
+		// no event).
+		var first int64
+		if err := one.QueryRowContext(ctx, `SELECT COALESCE(MIN(erc_type_block), 0) FROM evm_contracts
+			WHERE chain_key = 'gen' AND erc_type_block > block_number`).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := one.QueryContext(ctx, `SELECT address, erc_type FROM evm_contracts
+			WHERE chain_key = 'gen' AND block_number < $1 AND erc_type_block >= $1`, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late := map[string]string{}
+		for rows.Next() {
+			var a, typ string
+			if err := rows.Scan(&a, &typ); err != nil {
+				t.Fatal(err)
+			}
+			late[a] = typ
+		}
+		rows.Close()
+		if first == 0 || len(late) == 0 {
+			t.Fatal("the generated chain has no contract typed by its events after it was created")
+		}
+		split := 0
+		for split < len(blocks) && int64(blocks[split].Height) < first {
+			split++
+		}
+
+		followed := sameBackend(t, one)
+		indextest.Apply(t, followed, genIndexer(t, gen), blocks[:split], 25)
+		for a, typ := range late {
+			// What the enrichment's applyToken writes (erc_type only where unknown).
+			if _, err := followed.ExecContext(ctx, `UPDATE evm_contracts SET erc_type = CASE WHEN erc_type = '' THEN $1 ELSE erc_type END
+				WHERE chain_key = 'gen' AND address = $2`, typ, a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		indextest.Apply(t, followed, genIndexer(t, gen), blocks[split:], 25)
+		if got := dumpTables(t, followed, []string{q})[0]; got != want {
+			t.Errorf("evm_contracts differs when the enrichment typed %d contracts first:\ngot  %s\nwant %s", len(late), got, want)
+		}
+	})
+}
+
 // generated is the generator seeded with seed after n blocks of 20 txs, and
 // those blocks.
 func generated(seed int64, n int) (*Generator, []ingest.RawBlock) {

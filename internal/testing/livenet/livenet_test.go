@@ -14,13 +14,19 @@ import (
 // TestLiveNetwork builds avalanchego v1.14.2 and the subnet-evm plugin,
 // starts two validators and an L1, runs the workload and checks the basic
 // facts: every tx accepted where expected, the L1 produced blocks, stakers
-// were rewarded (or not) as expected, some blocks carry several txs.
+// were rewarded (or not) as expected, some blocks carry several txs. A
+// `permafrost serve` follows the network meanwhile (killed once); then its
+// answers are compared with the nodes' and its database with one indexed
+// from scratch (permafrost_test.go).
 func TestLiveNetwork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SKIPPED: -short; the live-network test runs a real avalanchego network for minutes")
 	}
 	total := time.Now()
 	n, tm := Setup(t)
+	// Permafrost follows the network from genesis while the workload runs
+	// and is killed (SIGKILL) once, in the middle of the main phase.
+	pf := followNetwork(t, n, 12*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -108,6 +114,8 @@ func TestLiveNetwork(t *testing.T) {
 	t.Logf("timings: build %s (node %s, plugin %s; 0 = cached), network start %s, workload %s [%s], total %s",
 		tm.Build.Round(time.Second), tm.NodeBuild.Round(time.Second), tm.PluginBuild.Round(time.Second),
 		tm.NetworkStart.Round(100*time.Millisecond), workload.Round(100*time.Millisecond), strings.Join(phases, ", "), time.Since(total).Round(time.Second))
+	pf.verify(t, res)
+	t.Logf("suite total %s", time.Since(total).Round(time.Second))
 	if os.Getenv(DirEnv) == "" {
 		t.Logf("tx log: %s (removed with the test's temp dir; set %s to keep it)", logPath, DirEnv)
 	} else {
