@@ -248,7 +248,10 @@ func TestQueryPlans(t *testing.T) {
 func bad(backend, line string, minEq int) bool {
 	line = strings.TrimSpace(line)
 	if backend == "sqlite" {
-		if strings.HasPrefix(line, "SCAN ") && !strings.HasPrefix(line, "SCAN CONSTANT") || strings.Contains(line, "TEMP B-TREE") {
+		// A list of constant rows (and the scan of it that drives a join:
+		// txsByKey's txkeys) is not a table read.
+		constant := strings.HasPrefix(line, "SCAN CONSTANT") || strings.HasSuffix(line, "CONSTANT ROWS") || line == "SCAN txkeys"
+		if strings.HasPrefix(line, "SCAN ") && !constant || strings.Contains(line, "TEMP B-TREE") {
 			return true
 		}
 		if strings.HasPrefix(line, "SEARCH ") {
