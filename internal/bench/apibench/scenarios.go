@@ -231,7 +231,10 @@ func Scenarios(m *Manifest) []Scenario {
 			return chain + "/contracts/" + m.EVMDeployers[r.Intn(len(m.EVMDeployers))] + "/deployments" + q("pageSize", pageSize(r, "1", "10"))
 		}),
 		get("evm.contracts.getDeployment", func(r *rand.Rand) string {
-			return chain + "/contracts/" + tokens(r) + "/transactions:getDeployment"
+			// The generator's ERC-20 and ERC-721 contracts are deployed by
+			// transactions (its ERC-1155 ones only emit logs: 404).
+			deployed := append(append(append([]string{}, m.ERC20Hot...), m.ERC20Cold...), m.ERC721...)
+			return chain + "/contracts/" + deployed[r.Intn(len(deployed))] + "/transactions:getDeployment"
 		}),
 		get("evm.address.chains", func(r *rand.Rand) string {
 			return "/v1/address/" + evmAddr(r) + "/chains"
