@@ -96,9 +96,11 @@ func (h *handlers) txsByKey(ctx context.Context, chain api.ChainRef, keys []txKe
 		vals[b], vals[x] = k.Block, k.Index
 		rowsList[i] = "(CAST(@" + b + " AS BIGINT), CAST(@" + x + " AS BIGINT))"
 	}
+	// CROSS JOIN: SQLite keeps the key list as the outer loop (it may
+	// otherwise walk the chain's transactions and probe the list).
 	rows, err := h.query(ctx, `WITH txkeys (b, i) AS (VALUES `+strings.Join(rowsList, ", ")+`)
-		SELECT `+txCols+` FROM txkeys
-		JOIN evm_txs t ON t.chain_key = @chain AND t.block_number = txkeys.b AND t.tx_index = txkeys.i`+h.txJoin(), vals)
+		SELECT `+txCols+` FROM txkeys CROSS JOIN evm_txs t`+h.txJoin()+`
+		WHERE t.chain_key = @chain AND t.block_number = txkeys.b AND t.tx_index = txkeys.i`, vals)
 	if err != nil {
 		return nil, fmt.Errorf("transactions of %s: %w", chain.Key, err)
 	}
