@@ -2,8 +2,6 @@ package evm
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"math/big"
 	"net/http"
@@ -93,7 +91,10 @@ func (h *handlers) blockFees(ctx context.Context, chainKey string, blocks []EvmB
 	}
 	var cond string
 	vals := map[string]any{"chain": chainKey}
-	if hi-lo < 4*int64(len(byNum)) {
+	if lo == hi {
+		cond = "t.block_number = @lo"
+		vals["lo"] = lo
+	} else if hi-lo < 4*int64(len(byNum)) {
 		// A dense page (a listing): one range of the primary key.
 		cond = "t.block_number BETWEEN @lo AND @hi"
 		vals["lo"], vals["hi"] = lo, hi
@@ -212,22 +213,37 @@ func blockIDParam(p *api.Params, raw string) (num int64, hash string) {
 // block finds one indexed block by number or hash at most q.tip (404 when
 // not indexed).
 func (h *handlers) block(ctx context.Context, q *chainReq, num int64, hash string) (EvmBlock, error) {
-	cond, arg := "b.number = $2", any(num)
+	cond, vals, idx := "b.number = @n", map[string]any{"n": num}, ""
 	if hash != "" {
-		cond, arg = "b.hash = $2", store.Hex(hash)
+		// Without statistics SQLite would walk the primary key's range
+		// (number <= tip) rather than seek the hash.
+		cond, vals, idx = "b.hash = @hash", map[string]any{"hash": store.Hex(hash)}, h.indexedBy("evm_blocks_hash")
 	}
-	b, err := scanBlock(h.d.DB.QueryRowContext(ctx, `SELECT `+blockCols+` FROM evm_blocks b
-		WHERE b.chain_key = $1 AND `+cond+` AND b.number <= $3`, q.chain.Key, arg, q.tip), q.chain)
-	if errors.Is(err, sql.ErrNoRows) {
+	vals["chain"], vals["tip"] = q.chain.Key, q.tip
+	notFound := func() error {
 		id := hash
 		if id == "" {
 			id = strconv.FormatInt(num, 10)
 		}
-		return b, api.NotFound("block %s is not indexed on chain %s (the last indexed block is %d)", id, q.chain.EVMChainID, q.tip)
+		return api.NotFound("block %s is not indexed on chain %s (the last indexed block is %d)", id, q.chain.EVMChainID, q.tip)
 	}
+	rows, err := h.query(ctx, `SELECT `+blockCols+` FROM evm_blocks b`+idx+`
+		WHERE b.chain_key = @chain AND `+cond+` AND b.number <= @tip`, vals)
+	if err != nil {
+		return EvmBlock{}, fmt.Errorf("block %d%s of %s: %w", num, hash, q.chain.Key, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return EvmBlock{}, fmt.Errorf("block %d%s of %s: %w", num, hash, q.chain.Key, err)
+		}
+		return EvmBlock{}, notFound()
+	}
+	b, err := scanBlock(rows, q.chain)
 	if err != nil {
 		return b, fmt.Errorf("block %d%s of %s: %w", num, hash, q.chain.Key, err)
 	}
+	rows.Close()
 	blocks := []EvmBlock{b}
 	if err := h.blockFees(ctx, q.chain.Key, blocks); err != nil {
 		return b, err

@@ -296,6 +296,12 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 			if col == "to_addr" {
 				index = "evm_transfers_to"
 			}
+			nft := ""
+			if typ != ercERC20 {
+				// The partial NFT indexes (0051), named by their predicate.
+				index += "_nft"
+				nft = " AND f.erc_type <> 'ERC-20'"
+			}
 			vals := map[string]any{"chain": q.chain.Key, "addr": store.Hex(q.addr), "typ": typ, "lo": lo, "hi": hi, "limit": limit + 1}
 			cond := " AND f.block_number <= @hi"
 			if after {
@@ -311,7 +317,7 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 				LEFT JOIN evm_contracts c ON c.chain_key = f.chain_key AND c.address = `+token+`
 				LEFT JOIN evm_nft_tokens n ON n.chain_key = f.chain_key AND n.token = `+token+` AND n.token_id = f.token_id
 					AND f.erc_type <> 'ERC-20'
-				WHERE f.chain_key = @chain AND f.`+col+` = @addr AND f.erc_type = @typ AND f.block_number >= @lo`+cond+`
+				WHERE f.chain_key = @chain AND f.`+col+` = @addr AND f.erc_type = @typ`+nft+` AND f.block_number >= @lo`+cond+`
 				ORDER BY f.block_number DESC, f.log_index DESC, f.batch_index DESC LIMIT @limit`, vals)
 			if err != nil {
 				return nil, fmt.Errorf("%s transfers of %s: %w", typ, q.addr, err)

@@ -216,8 +216,12 @@ func TestQueryPlans(t *testing.T) {
 					t.Errorf("%s: one page only; the continued query is not checked", p)
 				}
 			}
-			for _, p := range []string{"/v1/chains/88888/blocks/37", "/v1/chains/88888/blocks/0x52667364d54baae683512c595ec4929eedcb8d5ab806945657ecd0946e959f63",
-				"/v1/chains/88888/transactions/0xb5e35593c72a90d79b79140775d0b29603d42d52a6373603f35a8430e820cc3d"} {
+			get("/v1/chains/88888/blocks/37")
+			// By hash: a seek on (chain, hash), whatever the tip bound.
+			minEq = 2
+			for _, p := range []string{"/v1/chains/88888/blocks/0x52667364d54baae683512c595ec4929eedcb8d5ab806945657ecd0946e959f63",
+				"/v1/chains/88888/transactions/0xb5e35593c72a90d79b79140775d0b29603d42d52a6373603f35a8430e820cc3d",
+				"/v1/chains/88888/contracts/" + erc20 + "/transactions:getDeployment"} {
 				get(p)
 			}
 			if len(qs) < 16 {
@@ -244,7 +248,10 @@ func TestQueryPlans(t *testing.T) {
 func bad(backend, line string, minEq int) bool {
 	line = strings.TrimSpace(line)
 	if backend == "sqlite" {
-		if strings.HasPrefix(line, "SCAN ") && !strings.HasPrefix(line, "SCAN CONSTANT") || strings.Contains(line, "TEMP B-TREE") {
+		// A list of constant rows (and the scan of it that drives a join:
+		// txsByKey's txkeys) is not a table read.
+		constant := strings.HasPrefix(line, "SCAN CONSTANT") || strings.HasSuffix(line, "CONSTANT ROWS") || line == "SCAN txkeys"
+		if strings.HasPrefix(line, "SCAN ") && !constant || strings.Contains(line, "TEMP B-TREE") {
 			return true
 		}
 		if strings.HasPrefix(line, "SEARCH ") {

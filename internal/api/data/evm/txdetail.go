@@ -76,14 +76,14 @@ func (h *handlers) getDeployment(r *http.Request) (any, error) {
 	})
 }
 
-// txDetail reads one transaction (cond on evm_txs t) with its block's fee
+// txDetail reads one transaction (cond on evm_txs t, by hash) with its block's fee
 // fields, its input (from the stored block), its token transfers and its
 // internal transactions.
 func (h *handlers) txDetail(ctx context.Context, q *chainReq, currency, cond string, vals map[string]any, notFound func() error) (any, error) {
 	vals["chain"], vals["tip"] = q.chain.Key, q.tip
 	rows, err := h.query(ctx, `SELECT `+txCols+`, t.max_fee_per_gas, t.max_priority_fee_per_gas,
 			b.base_fee, b.timestamp_ms, b.min_delay_excess, rb.body, rb.encoding
-		FROM evm_txs t`+h.txJoin()+`
+		FROM evm_txs t`+h.indexedBy("evm_txs_hash")+h.txJoin()+`
 		JOIN evm_blocks b ON b.chain_key = t.chain_key AND b.number = t.block_number
 		LEFT JOIN raw_blocks rb ON rb.chain_key = t.chain_key AND rb.height = t.block_number
 		WHERE t.chain_key = @chain AND `+cond+` AND t.block_number <= @tip`, vals)

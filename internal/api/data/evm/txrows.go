@@ -86,15 +86,21 @@ func (h *handlers) txsByKey(ctx context.Context, chain api.ChainRef, keys []txKe
 	if len(keys) == 0 {
 		return out, nil
 	}
+	// The keys as a list of constant rows joined to the primary key: an OR
+	// of (block, index) pairs, or a row-value IN, is planned by SQLite as a
+	// walk of the chain's every transaction.
 	vals := map[string]any{"chain": chain.Key}
-	ors := make([]string, len(keys))
+	rowsList := make([]string, len(keys))
 	for i, k := range keys {
 		b, x := "b"+strconv.Itoa(i), "i"+strconv.Itoa(i)
 		vals[b], vals[x] = k.Block, k.Index
-		ors[i] = "(t.block_number = @" + b + " AND t.tx_index = @" + x + ")"
+		rowsList[i] = "(CAST(@" + b + " AS BIGINT), CAST(@" + x + " AS BIGINT))"
 	}
-	rows, err := h.query(ctx, `SELECT `+txCols+` FROM evm_txs t`+h.txJoin()+`
-		WHERE t.chain_key = @chain AND (`+strings.Join(ors, " OR ")+`)`, vals)
+	// CROSS JOIN: SQLite keeps the key list as the outer loop (it may
+	// otherwise walk the chain's transactions and probe the list).
+	rows, err := h.query(ctx, `WITH txkeys (b, i) AS (VALUES `+strings.Join(rowsList, ", ")+`)
+		SELECT `+txCols+` FROM txkeys CROSS JOIN evm_txs t`+h.txJoin()+`
+		WHERE t.chain_key = @chain AND t.block_number = txkeys.b AND t.tx_index = txkeys.i`, vals)
 	if err != nil {
 		return nil, fmt.Errorf("transactions of %s: %w", chain.Key, err)
 	}
@@ -139,16 +145,42 @@ func (h *handlers) transfersOf(ctx context.Context, chain api.ChainRef, keys []t
 		vals[name] = b
 		marks = append(marks, "@"+name)
 	}
-	cond := ""
+	// All the blocks' transfers (a transaction's detail); an address's: its
+	// rows in the from and to indexes (a block can hold many transfers of
+	// others), the transfers to itself once.
+	conds := []string{""}
 	if addr != "" {
 		vals["addr"] = store.Hex(addr)
-		cond = " AND (f.from_addr = @addr OR f.to_addr = @addr)"
+		conds = []string{h.indexedBy("evm_transfers_from") + "@ AND f.from_addr = @addr",
+			h.indexedBy("evm_transfers_to") + "@ AND f.to_addr = @addr AND f.from_addr <> @addr"}
 	}
+	for _, c := range conds {
+		idx, cond, _ := strings.Cut(c, "@")
+		if c == "" {
+			idx, cond = "", ""
+		}
+		if err := h.transfersQuery(ctx, vals, idx, cond, marks, want, out, v2, filterSpam); err != nil {
+			return nil, fmt.Errorf("transfers of %d transactions: %w", len(keys), err)
+		}
+	}
+	// Log order within each transaction (the two address queries interleave).
+	for _, tt := range out {
+		for _, l := range [][]TransferDetails{tt.erc20, tt.erc721, tt.erc1155} {
+			sort.SliceStable(l, func(i, j int) bool { return l[i].LogIndex < l[j].LogIndex })
+		}
+	}
+	return out, nil
+}
+
+// transfersQuery reads the transfers of the blocks marks (of index idx,
+// with the extra condition cond) into out, keeping the transactions want.
+func (h *handlers) transfersQuery(ctx context.Context, vals map[string]any, idx, cond string, marks []string,
+	want map[txKey]bool, out map[txKey]*txTransfers, v2, filterSpam bool) error {
 	token := h.d.DB.Dialect().HexExpr("f.token")
 	rows, err := h.query(ctx, `SELECT f.block_number, f.tx_index, f.log_index, f.erc_type, f.token, f.from_addr, f.to_addr,
 			f.token_id, f.value, c.name, c.symbol, c.decimals, rep.reputation,
 			n.token_uri, COALESCE(n.metadata_status, ''), n.metadata, COALESCE(n.metadata_updated_at, 0)
-		FROM evm_transfers f
+		FROM evm_transfers f`+idx+`
 		LEFT JOIN evm_contracts c ON c.chain_key = f.chain_key AND c.address = `+token+`
 		LEFT JOIN enrich_token_reputation rep ON rep.chain_key = f.chain_key AND rep.address = `+token+`
 		LEFT JOIN evm_nft_tokens n ON n.chain_key = f.chain_key AND n.token = `+token+` AND n.token_id = f.token_id
@@ -156,7 +188,7 @@ func (h *handlers) transfersOf(ctx context.Context, chain api.ChainRef, keys []t
 		WHERE f.chain_key = @chain AND f.block_number IN (`+strings.Join(marks, ", ")+`)`+cond+`
 		ORDER BY f.block_number, f.log_index, f.batch_index`, vals)
 	if err != nil {
-		return nil, fmt.Errorf("transfers of %d transactions: %w", len(keys), err)
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -168,7 +200,7 @@ func (h *handlers) transfersOf(ctx context.Context, chain api.ChainRef, keys []t
 		var updated int64
 		if err := rows.Scan(&k.Block, &k.Index, &x.LogIndex, &typ, store.ScanHex(&tok), store.ScanHex(&x.From.Address),
 			store.ScanHex(&x.To.Address), &id, &value, &name, &symbol, &decimals, &rep, &uri, &status, &doc, &updated); err != nil {
-			return nil, fmt.Errorf("transfers of %d transactions: %w", len(keys), err)
+			return err
 		}
 		if !want[k] {
 			continue
@@ -200,13 +232,10 @@ func (h *handlers) transfersOf(ctx context.Context, chain api.ChainRef, keys []t
 				Metadata: tokenMetadataAt(status, doc.String, true, updated)}
 			tt.erc1155 = append(tt.erc1155, x)
 		default:
-			return nil, fmt.Errorf("transfer at block %d log %d: unknown erc type %q", k.Block, x.LogIndex, typ)
+			return fmt.Errorf("transfer at block %d log %d: unknown erc type %q", k.Block, x.LogIndex, typ)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("transfers of %d transactions: %w", len(keys), err)
-	}
-	return out, nil
+	return rows.Err()
 }
 
 func nullString(s sql.NullString) *string {
