@@ -36,10 +36,37 @@ type diffReport struct {
 	compared map[string]int
 	diffs    map[string][]string
 	notDone  []string
+	// known are differences the suite found that are not fixed yet.
+	known []knownFinding
 }
 
-func newDiffReport() *diffReport {
-	return &diffReport{compared: map[string]int{}, diffs: map[string][]string{}}
+// knownFinding is a difference the suite found and the project has not fixed
+// yet: it is printed as a KNOWN FINDING with its reason, but does not fail
+// the suite, so that every other difference still does. Each one matches
+// exactly what it covers (a kind of item and a text in the difference, or a
+// table and a text in its differing rows); fixing the cause makes the finding
+// disappear from the report, and it should then be removed here.
+type knownFinding struct {
+	kind     string // an item kind, or "table:NAME" for the database comparison
+	contains string // lowercase text every matched difference contains
+	why      string
+}
+
+func (k knownFinding) matches(kind, diff string) bool {
+	return strings.Contains(kind, k.kind) && k.contains != "" && strings.Contains(strings.ToLower(diff), k.contains)
+}
+
+func knownAs(known []knownFinding, kind, diff string) (string, bool) {
+	for _, k := range known {
+		if k.matches(kind, diff) {
+			return k.why, true
+		}
+	}
+	return "", false
+}
+
+func newDiffReport(known []knownFinding) *diffReport {
+	return &diffReport{compared: map[string]int{}, diffs: map[string][]string{}, known: known}
 }
 
 // check records one compared item of kind; where names it, d lists its
@@ -83,13 +110,18 @@ func (r *diffReport) log(t *testing.T) {
 		t.Logf("  not compared: %s", w)
 	}
 	for _, k := range kinds {
-		d := r.diffs[k]
-		for i, x := range d {
-			if i == 20 {
-				t.Errorf("%s: ... %d more differences", k, len(d)-i)
-				break
+		failing := 0
+		for _, x := range r.diffs[k] {
+			if why, ok := knownAs(r.known, k, x); ok {
+				t.Logf("KNOWN FINDING (%s): %s: %s", why, k, x)
+				continue
 			}
-			t.Errorf("%s: %s", k, x)
+			if failing++; failing <= 20 {
+				t.Errorf("%s: %s", k, x)
+			}
+		}
+		if failing > 20 {
+			t.Errorf("%s: ... %d more differences", k, failing-20)
 		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
+
+	"github.com/ava-labs/libevm/common"
 )
 
 // follower is a `permafrost serve` following the live network from
@@ -278,9 +280,28 @@ func (f *follower) enrich(ctx context.Context, dsn string) error {
 	return nil
 }
 
+// knownFindings are the differences the suite found that the project has
+// not fixed yet (see knownFinding), for this run's contracts.
+func knownFindings(res *WorkloadResult) []knownFinding {
+	var out []knownFinding
+	for _, m := range []map[string]common.Address{res.CContracts, res.L1Contracts} {
+		if a, ok := m["WAVAX"]; ok {
+			out = append(out, knownFinding{kind: "ERC-20 balance", contains: "token " + strings.ToLower(a.Hex()),
+				why: "ERC-20 balances come from Transfer events only: a WETH9-style token's Deposit/Withdrawal mint and burn are not applied (issue #18)"})
+		}
+	}
+	if a, ok := res.CContracts["DevNFT"]; ok {
+		for _, table := range []string{"enrich_nft_jobs", "evm_nft_tokens"} {
+			out = append(out, knownFinding{kind: "table:" + table, contains: "token=" + strings.ToLower(a.Hex()) + "|token_id=2|",
+				why: "NFT metadata of a token burned after enrichment read it keeps that status live, while a later read finds MISSING_TOKEN (issue #18: metadata of burned NFTs)"})
+		}
+	}
+	return out
+}
+
 // compareDatabases compares the live-following database with the one
 // indexed from scratch, table by table; differing rows are shown.
-func compareDatabases(t *testing.T, live, scratch string) (tables int, differing []string) {
+func compareDatabases(t *testing.T, live, scratch string, known []knownFinding) (tables int, differing []string) {
 	t.Helper()
 	ctx := context.Background()
 	ls, lr, err := dump(ctx, live)
@@ -308,7 +329,6 @@ func compareDatabases(t *testing.T, live, scratch string) (tables int, differing
 			continue
 		}
 		differing = append(differing, table)
-		t.Errorf("table %s: live %s, from scratch %s", table, ls[table], ss[table])
 		only := func(a, b []string) []string {
 			in := map[string]bool{}
 			for _, x := range b {
@@ -322,17 +342,30 @@ func compareDatabases(t *testing.T, live, scratch string) (tables int, differing
 			}
 			return out
 		}
-		for i, x := range only(lr[table], sr[table]) {
-			if i == 5 {
-				break
-			}
-			t.Errorf("  only live:         %s", truncate(x, 600))
+		onlyLive, onlyScratch := only(lr[table], sr[table]), only(sr[table], lr[table])
+		// A table whose differing rows are all a known finding's.
+		why, allKnown := "", len(onlyLive)+len(onlyScratch) > 0
+		for _, x := range append(append([]string(nil), onlyLive...), onlyScratch...) {
+			w, ok := knownAs(known, "table:"+table, x)
+			allKnown, why = allKnown && ok, w
 		}
-		for i, x := range only(sr[table], lr[table]) {
+		report := t.Errorf
+		if allKnown {
+			report = t.Logf
+			t.Logf("KNOWN FINDING (%s): table %s", why, table)
+		}
+		report("table %s: live %s, from scratch %s", table, ls[table], ss[table])
+		for i, x := range onlyLive {
 			if i == 5 {
 				break
 			}
-			t.Errorf("  only from scratch: %s", truncate(x, 600))
+			report("  only live:         %s", truncate(x, 600))
+		}
+		for i, x := range onlyScratch {
+			if i == 5 {
+				break
+			}
+			report("  only from scratch: %s", truncate(x, 600))
 		}
 	}
 	return len(sorted), differing
@@ -370,7 +403,8 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	<-f.lagDone
 
 	start := time.Now()
-	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: newDiffReport()}
+	known := knownFindings(res)
+	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: newDiffReport(known)}
 	c.platformRPC(ctx)
 	c.blocksAndWrappers(ctx)
 	c.utxos(ctx)
@@ -406,7 +440,7 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	if err := f.enrich(ctx, scratch); err != nil {
 		t.Fatalf("%v", err)
 	}
-	tables, differing := compareDatabases(t, f.dsn, scratch)
+	tables, differing := compareDatabases(t, f.dsn, scratch, known)
 	t.Logf("database: live-following (killed once) vs indexed from scratch (%s): %d tables, %d differ %v",
 		f.reindexT.Round(100*time.Millisecond), tables, len(differing), differing)
 	t.Logf("permafrost timings: binary build %s, catch-up after the workload %s, differential checks %s, index from scratch %s, its enrichment %s",
