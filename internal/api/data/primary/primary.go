@@ -62,6 +62,13 @@ const (
 	routeBlocks     = "primary.blocks"
 	routeRewards    = "primary.rewards"
 	routeValidators = "primary.validators"
+	// Listings of this package's later routes.
+	routeValidatorList = "primary.validatorList"
+	routeDelegators    = "primary.delegators"
+	routePendingRew    = "primary.pendingRewards"
+	routeL1Validators  = "primary.l1Validators"
+	routeTxs           = "primary.transactions"
+	routeStakingTxs    = "primary.stakingTransactions"
 )
 
 // Register adds the primary-network routes to mux, with the published
@@ -83,6 +90,10 @@ func Register(mux *api.Mux, d Deps) {
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/blocks", medium, h.listBlocks},
 		{"GET /v1/networks/{network}/rewards", xl, h.listRewards},
 		{"GET /v1/networks/{network}/validators/{nodeId}", medium, h.listValidatorDetails},
+		{"GET /v1/networks/{network}/validators", medium, h.listValidators},
+		{"GET /v1/networks/{network}/delegators", medium, h.listDelegators},
+		{"GET /v1/networks/{network}/rewards:listPending", xl, h.listPendingRewards},
+		{"GET /v1/networks/{network}/l1Validators", medium, h.listL1Validators},
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}

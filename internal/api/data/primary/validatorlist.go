@@ -1,0 +1,311 @@
+package primary
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	avagenesis "github.com/ava-labs/avalanchego/genesis"
+	"github.com/ava-labs/avalanchego/utils/constants"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+)
+
+// SortByOptions is the SortByOption enumeration of listValidators.
+var SortByOptions = []string{"blockIndex", "delegationCapacity", "timeRemaining", "delegationFee", "uptimePerformance"}
+
+// maxValidatorWeightFactor is avalanchego's default
+// --stake-max-validator-weight-factor: a validator's weight (own stake plus
+// delegations) is at most 5 times its own stake.
+const maxValidatorWeightFactor = 5
+
+// maxDelegationCapacity is the document's bound of min/maxDelegationCapacity
+// (720,000,000 AVAX in nAVAX, the supply cap).
+const maxDelegationCapacity = 720_000_000_000_000_000
+
+// nodeIDPartRE is what a nodeIds item may be: a node id or a substring of
+// one (the document: "Supports substring matching").
+var nodeIDPartRE = regexp.MustCompile(`^(NodeID-)?[1-9A-HJ-NP-Za-km-z]{1,40}$|^NodeID-?$`)
+
+// sortCursor is the last record of a page under a sort key: K is the key's
+// value (a decimal for numbers, so big and float keys round-trip), ID the
+// tx id breaking ties.
+type sortCursor struct {
+	K  string `json:"k"`
+	ID string `json:"id"`
+}
+
+// validatorQuery is listValidators' filters after parsing.
+type validatorQuery struct {
+	nodeParts          []string
+	subnet             string
+	status             string
+	minCap, maxCap     *big.Int
+	minLeft, maxLeft   *float64
+	minFee, maxFee     *float64
+	minUp, maxUp       *float64
+	sortBy             string
+	desc               bool
+	tipTime            int64
+	maxStake           *big.Int // network's maximum validator stake
+	primarySubnet      string
+	needCapacity, byUp bool
+}
+
+// optFloat reads a number parameter within [min, max] (nil when absent).
+func optFloat(p *api.Params, name string, min, max float64) *float64 {
+	s := p.String(name)
+	if s == "" {
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < min || v > max {
+		p.Fail("%s must be a number between %g and %g, got %q", name, min, max, short(s))
+		return nil
+	}
+	return &v
+}
+
+// optCapacity reads a delegation capacity (nAVAX, 0 to 720,000,000 AVAX).
+func optCapacity(p *api.Params, name string) *big.Int {
+	s := p.String(name)
+	if s == "" {
+		return nil
+	}
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok || v.Sign() < 0 || v.Cmp(big.NewInt(maxDelegationCapacity)) > 0 {
+		p.Fail("%s must be an integer (nAVAX) between 0 and 720000000000000000, got %q", name, short(s))
+		return nil
+	}
+	return v
+}
+
+func (h *handlers) listValidators(r *http.Request) (any, error) {
+	q, err := h.begin(r, false)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	vq := validatorQuery{primarySubnet: constants.PrimaryNetworkID.String()}
+	for _, s := range p.List("nodeIds") {
+		if !nodeIDPartRE.MatchString(s) {
+			p.Fail("nodeIds: %q is not a node id or part of one (NodeID- and base58 characters)", short(s))
+			continue
+		}
+		vq.nodeParts = append(vq.nodeParts, s)
+	}
+	if s := p.String("subnetId"); s != "" {
+		if _, err := api.ParseCB58ID(s); err != nil {
+			p.Fail("subnetId: %v", err)
+		}
+		vq.subnet = s
+	}
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	vq.status = p.Enum("validationStatus", "", ValidationStatuses...)
+	vq.sortBy = p.Enum("sortBy", "blockIndex", SortByOptions...)
+	vq.desc = sortOrder(p, "desc") == "desc"
+	vq.minCap, vq.maxCap = optCapacity(p, "minDelegationCapacity"), optCapacity(p, "maxDelegationCapacity")
+	vq.minLeft, vq.maxLeft = optFloat(p, "minTimeRemaining", 0, math.MaxInt32), optFloat(p, "maxTimeRemaining", 0, math.MaxInt32)
+	vq.minFee, vq.maxFee = optFloat(p, "minFeePercentage", 2, 100), optFloat(p, "maxFeePercentage", 2, 100)
+	vq.minUp, vq.maxUp = optFloat(p, "minUptimePerformance", 0, 100), optFloat(p, "maxUptimePerformance", 0, 100)
+	var cur sortCursor
+	has, err := h.decodeCursor(q, routeValidatorList, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return nil, err
+	}
+	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
+	}
+	vq.tipTime = tipTime
+	vq.maxStake = new(big.Int).SetUint64(avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake)
+	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
+	vq.byUp = vq.minUp != nil || vq.maxUp != nil || vq.sortBy == "uptimePerformance"
+
+	where, args := vq.sql()
+	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	// The candidates are validation records (thousands on mainnet, not
+	// millions): keys that need the delegations or our node's view are
+	// computed for each, then the page is cut by keyset in memory.
+	var observed map[string]Observed
+	if vq.byUp {
+		observed = h.observed(r)
+	}
+	type keyed struct {
+		s *stakerRow
+		k *big.Rat
+	}
+	var all []keyed
+	for _, s := range rows {
+		var capacity *big.Int
+		if vq.needCapacity {
+			if capacity, err = h.capacity(ctx, s, &vq); err != nil {
+				return nil, err
+			}
+			if capacity == nil || (vq.minCap != nil && capacity.Cmp(vq.minCap) < 0) || (vq.maxCap != nil && capacity.Cmp(vq.maxCap) > 0) {
+				continue
+			}
+		}
+		var up *float64
+		if vq.byUp {
+			// Only an active validator our node measures has an uptime.
+			if o, ok := observed[s.NodeID]; ok && statusOf(s, tipTime) == "active" {
+				up = o.Uptime
+			}
+			if (vq.minUp != nil || vq.maxUp != nil) && (up == nil || (vq.minUp != nil && *up < *vq.minUp) || (vq.maxUp != nil && *up > *vq.maxUp)) {
+				continue
+			}
+		}
+		k := new(big.Rat)
+		switch vq.sortBy {
+		case "blockIndex":
+			k.SetInt64(s.Start)
+		case "timeRemaining":
+			k.SetInt64(s.End - tipTime)
+		case "delegationFee":
+			k.SetInt64(s.Shares)
+		case "delegationCapacity":
+			k.SetInt(capacity)
+		case "uptimePerformance":
+			if up != nil {
+				k.SetFloat64(*up)
+			} else {
+				k.SetInt64(-1) // unmeasured: below every uptime
+			}
+		}
+		all = append(all, keyed{s, k})
+	}
+	less := func(a, b keyed) bool {
+		if c := a.k.Cmp(b.k); c != 0 {
+			return c < 0
+		}
+		return a.s.TxID < b.s.TxID
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if vq.desc {
+			return less(all[j], all[i])
+		}
+		return less(all[i], all[j])
+	})
+	if has {
+		ck, ok := new(big.Rat).SetString(cur.K)
+		if !ok {
+			return nil, api.BadRequest("pageToken: malformed cursor")
+		}
+		c := keyed{&stakerRow{TxID: cur.ID}, ck}
+		i := sort.Search(len(all), func(i int) bool {
+			if vq.desc {
+				return less(all[i], c)
+			}
+			return less(c, all[i])
+		})
+		all = all[i:]
+	}
+	out := ListValidatorsResponse{Validators: []any{}}
+	if len(all) > size {
+		all = all[:size]
+		last := all[size-1]
+		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: last.k.RatString(), ID: last.s.TxID})
+	}
+	page := make([]*stakerRow, len(all))
+	for i, k := range all {
+		page[i] = k.s
+	}
+	if out.Validators, err = h.validatorRecords(r, page, tipTime); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sql is the condition on p_stakers of the filters SQL can apply.
+func (vq *validatorQuery) sql() (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := []string{`kind <> 'DELEGATOR'`}
+	if len(vq.nodeParts) > 0 {
+		var ors []string
+		for _, n := range vq.nodeParts {
+			ors = append(ors, `node_id LIKE `+arg("%"+n+"%"))
+		}
+		where = append(where, `(`+strings.Join(ors, ` OR `)+`)`)
+	}
+	if vq.subnet != "" {
+		where = append(where, `subnet_id = `+arg(vq.subnet))
+	}
+	switch vq.status {
+	case "pending", "active":
+		arg(vq.tipTime)
+		where = append(where, statusSQL(vq.status, len(args)))
+	case "completed", "removed":
+		where = append(where, statusSQL(vq.status, 0))
+	}
+	if vq.minFee != nil || vq.maxFee != nil {
+		// Subnet validations take no delegations and have no fee: they
+		// never match a fee filter (the document's rule).
+		where = append(where, `kind = 'VALIDATOR'`)
+		if vq.minFee != nil {
+			where = append(where, `delegation_shares >= `+arg(int64(math.Ceil(*vq.minFee*10000))))
+		}
+		if vq.maxFee != nil {
+			where = append(where, `delegation_shares <= `+arg(int64(math.Floor(*vq.maxFee*10000))))
+		}
+	}
+	if vq.minLeft != nil || vq.maxLeft != nil {
+		// Time remains only for a validation not yet ended.
+		where = append(where, `removed_height < 0`)
+		if vq.minLeft != nil {
+			where = append(where, `end_time >= `+arg(vq.tipTime+int64(math.Ceil(*vq.minLeft))))
+		}
+		if vq.maxLeft != nil {
+			where = append(where, `end_time <= `+arg(vq.tipTime+int64(math.Floor(*vq.maxLeft))))
+		}
+	}
+	return strings.Join(where, ` AND `), args
+}
+
+// capacity is how much more stake a current or pending primary-network
+// validator accepts from delegators at the tip: min(max stake, 5 x own
+// stake) - (own stake + current delegations), as avalanchego bounds a new
+// delegation. Other records take no delegations (nil).
+func (h *handlers) capacity(ctx context.Context, s *stakerRow, vq *validatorQuery) (*big.Int, error) {
+	if s.Kind != "VALIDATOR" || s.SubnetID != vq.primarySubnet || s.RemovedHeight >= 0 {
+		return nil, nil
+	}
+	own := decimal(s.Weight)
+	limit := new(big.Int).Mul(own, big.NewInt(maxValidatorWeightFactor))
+	if vq.maxStake.Sign() > 0 && limit.Cmp(vq.maxStake) > 0 {
+		limit.Set(vq.maxStake)
+	}
+	_, delegated, _, err := h.delegation(ctx, s.TxID, true, vq.tipTime, s.Shares)
+	if err != nil {
+		return nil, err
+	}
+	c := limit.Sub(limit, own)
+	c.Sub(c, delegated)
+	if c.Sign() < 0 {
+		c.SetInt64(0)
+	}
+	return c, nil
+}
