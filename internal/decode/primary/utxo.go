@@ -218,4 +218,7 @@ func (w Writer) LinkTx(ctx context.Context, tx *store.Tx, chainKey, txID string,
 }
 
 // DerivedTables are the tables this writer fills.
-var DerivedTables = []string{"utxos", "utxo_addresses", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets"}
+// c_atomic_evm_io is the C-chain atomic side's (internal/decode/catomic),
+// listed here with px_txs, whose rows it details.
+var DerivedTables = []string{"utxos", "utxo_addresses", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
+	"c_atomic_evm_io"}

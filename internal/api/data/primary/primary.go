@@ -37,6 +37,9 @@ type Deps struct {
 	// active validators (uptime, reachability, version); without it those
 	// optional facts are left out of the records.
 	Node NodeView
+	// AVAXAssetID is the network's staking and fee asset (from the
+	// genesis): P-chain txs burn and stake it.
+	AVAXAssetID string
 	// Prices, when set, prices rewards (reward.historicalPrice, from
 	// internal/enrich); without it the field is left out.
 	Prices Prices
@@ -90,6 +93,9 @@ func Register(mux *api.Mux, d Deps) {
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/blocks", medium, h.listBlocks},
 		{"GET /v1/networks/{network}/rewards", xl, h.listRewards},
 		{"GET /v1/networks/{network}/validators/{nodeId}", medium, h.listValidatorDetails},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions/{txHash}", medium, h.getTx},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions", xl, h.listTxs},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions:listStaking", xl, h.listStakingTxs},
 		{"GET /v1/networks/{network}/validators", medium, h.listValidators},
 		{"GET /v1/networks/{network}/delegators", medium, h.listDelegators},
 		{"GET /v1/networks/{network}/rewards:listPending", xl, h.listPendingRewards},
