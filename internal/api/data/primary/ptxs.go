@@ -275,7 +275,7 @@ func (h *handlers) pStakerFacts(ctx context.Context, byID map[string]*PChainTx, 
 	for rows.Next() {
 		var (
 			id, kind, subnet, node, asset, key, pop, vOwner, rOwner, potential, removal, removalTx string
-			start, end, shares                                                                   int64
+			start, end, shares                                                                     int64
 		)
 		if err := rows.Scan(&id, &kind, &subnet, &node, &asset, &start, &end, &shares, &key, &pop, &vOwner, &rOwner,
 			&potential, &removal, &removalTx); err != nil {

@@ -119,25 +119,25 @@ func sortedIDs(us []txUTXOOut) []string {
 type pNodeTx struct {
 	ID       string `json:"id"`
 	Unsigned struct {
-		Memo             string            `json:"memo"`
-		Outputs          []json.RawMessage `json:"outputs"`
-		Exported         []json.RawMessage `json:"exportedOutputs"`
-		Stake            []json.RawMessage `json:"stake"`
-		Inputs           []nodeInput       `json:"inputs"`
-		Imported         []nodeInput       `json:"importedInputs"`
-		Operations       []struct {
+		Memo       string            `json:"memo"`
+		Outputs    []json.RawMessage `json:"outputs"`
+		Exported   []json.RawMessage `json:"exportedOutputs"`
+		Stake      []json.RawMessage `json:"stake"`
+		Inputs     []nodeInput       `json:"inputs"`
+		Imported   []nodeInput       `json:"importedInputs"`
+		Operations []struct {
 			InputIDs []nodeInput `json:"inputIDs"`
 		} `json:"operations"`
-		SourceChain      string            `json:"sourceChain"`
-		DestinationChain string            `json:"destinationChain"`
-		SubnetID         string            `json:"subnetID"`
-		NodeID           string            `json:"nodeID"`
-		Shares           *int64            `json:"shares"`
-		Balance          *uint64           `json:"balance"`
-		ChainName        string            `json:"chainName"`
-		VMID             string            `json:"vmID"`
-		ChainID          string            `json:"chainID"`
-		Address          string            `json:"address"`
+		SourceChain      string  `json:"sourceChain"`
+		DestinationChain string  `json:"destinationChain"`
+		SubnetID         string  `json:"subnetID"`
+		NodeID           string  `json:"nodeID"`
+		Shares           *int64  `json:"shares"`
+		Balance          *uint64 `json:"balance"`
+		ChainName        string  `json:"chainName"`
+		VMID             string  `json:"vmID"`
+		ChainID          string  `json:"chainID"`
+		Address          string  `json:"address"`
 		Validators       []struct {
 			Balance uint64 `json:"balance"`
 		} `json:"validators"`
