@@ -67,7 +67,7 @@ func TestBalancesP(t *testing.T) {
 		type pBal struct {
 			Balances struct {
 				UnlockedUnstaked, UnlockedStaked, LockedPlatform, LockedStakeable, LockedStaked, PendingStaked []aggOut
-				AtomicMemoryUnlocked, AtomicMemoryLocked                                                     []aggOut
+				AtomicMemoryUnlocked, AtomicMemoryLocked                                                       []aggOut
 			} `json:"balances"`
 		}
 		stake := map[string]string{}

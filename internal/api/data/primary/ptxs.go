@@ -73,13 +73,13 @@ type SubnetOwnership struct {
 	Addresses []string `json:"addresses"`
 }
 
-// BlockchainInfo is the OpenAPI BlockchainInfo of a CreateChainTx. The
-// genesis data is given as the node stores it: UTF-8 text (an EVM chain's
-// JSON genesis) as is, other bytes 0x-hex (the document's string branch).
+// BlockchainInfo is the OpenAPI BlockchainInfo of a CreateChainTx. As the
+// document says, an EVM chain's genesis (a JSON object) is given as an
+// object (EvmGenesisDto); any other VM's bytes as a 0x-hex string.
 type BlockchainInfo struct {
-	ChainName   string `json:"chainName"`
-	VMID        string `json:"vmId"`
-	GenesisData string `json:"genesisData,omitempty"`
+	ChainName   string          `json:"chainName"`
+	VMID        string          `json:"vmId"`
+	GenesisData json.RawMessage `json:"genesisData,omitempty"`
 }
 
 // idArgs turns ids into query arguments and their placeholders from $1.
@@ -371,10 +371,11 @@ func (h *handlers) pSubnetFacts(ctx context.Context, byID map[string]*PChainTx, 
 		if err := rows.Scan(&id, &b.ChainName, &subnet, &b.VMID, &genesis); err != nil {
 			return fmt.Errorf("load chains: %w", err)
 		}
-		if json.Valid(genesis) {
-			b.GenesisData = string(genesis)
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(genesis, &obj) == nil && obj != nil {
+			b.GenesisData = genesis
 		} else if len(genesis) > 0 {
-			b.GenesisData = "0x" + hex.EncodeToString(genesis)
+			b.GenesisData, _ = json.Marshal("0x" + hex.EncodeToString(genesis))
 		}
 		if t := byID[id]; t != nil && t.TxType == "CreateChainTx" {
 			t.BlockchainInfo, t.SubnetID = &b, subnet
