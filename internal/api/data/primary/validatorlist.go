@@ -54,6 +54,7 @@ type validatorQuery struct {
 	desc               bool
 	tipTime            int64
 	maxStake           *big.Int // network's maximum validator stake
+	delegated          map[string]*big.Int // current delegations by validator tx
 	primarySubnet      string
 	needCapacity, byUp bool
 }
@@ -138,6 +139,15 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
 	vq.byUp = vq.minUp != nil || vq.maxUp != nil || vq.sortBy == "uptimePerformance"
 
+	if !vq.needCapacity && !vq.byUp {
+		// Every key is a column: the page is cut by the database.
+		return h.validatorPage(r, q, &vq, size, has, cur)
+	}
+	if vq.needCapacity {
+		if vq.delegated, err = h.currentDelegations(ctx, tipTime); err != nil {
+			return nil, err
+		}
+	}
 	where, args := vq.sql()
 	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where, args...)
 	if err != nil {
@@ -158,9 +168,7 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	for _, s := range rows {
 		var capacity *big.Int
 		if vq.needCapacity {
-			if capacity, err = h.capacity(ctx, s, &vq); err != nil {
-				return nil, err
-			}
+			capacity = vq.capacity(s)
 			if capacity == nil || (vq.minCap != nil && capacity.Cmp(vq.minCap) < 0) || (vq.maxCap != nil && capacity.Cmp(vq.maxCap) > 0) {
 				continue
 			}
@@ -180,7 +188,7 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		case "blockIndex":
 			k.SetInt64(s.Start)
 		case "timeRemaining":
-			k.SetInt64(s.End - tipTime)
+			k.SetInt64(s.End) // the order of end - tip, fixed while the tip moves
 		case "delegationFee":
 			k.SetInt64(s.Shares)
 		case "delegationCapacity":
@@ -285,27 +293,88 @@ func (vq *validatorQuery) sql() (string, []any) {
 	return strings.Join(where, ` AND `), args
 }
 
+// sortColumn is the p_stakers column of a sort key SQL can order by.
+var sortColumn = map[string]string{"blockIndex": "start_time", "timeRemaining": "end_time", "delegationFee": "delegation_shares"}
+
+// validatorPage is listValidators when every filter and the sort key are
+// columns: one keyset query of the page.
+func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery, size int, has bool, cur sortCursor) (any, error) {
+	where, args := vq.sql()
+	col := sortColumn[vq.sortBy]
+	cmp, dir := ">", "ASC"
+	if vq.desc {
+		cmp, dir = "<", "DESC"
+	}
+	if has {
+		k, err := strconv.ParseInt(cur.K, 10, 64)
+		if err != nil {
+			return nil, api.BadRequest("pageToken: malformed cursor")
+		}
+		// timeRemaining's key is end_time - tip (the tip moves between
+		// pages; the end time does not).
+		args = append(args, k, cur.ID)
+		where += fmt.Sprintf(` AND (%s, tx_id) %s ($%d, $%d)`, col, cmp, len(args)-1, len(args))
+	}
+	stakers, err := h.stakers(r.Context(), `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where+
+		` ORDER BY `+col+` `+dir+`, tx_id `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+	if err != nil {
+		return nil, err
+	}
+	out := ListValidatorsResponse{Validators: []any{}}
+	if len(stakers) > size {
+		stakers = stakers[:size]
+		last := stakers[size-1]
+		k := map[string]int64{"start_time": last.Start, "end_time": last.End, "delegation_shares": last.Shares}[col]
+		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: strconv.FormatInt(k, 10), ID: last.TxID})
+	}
+	if out.Validators, err = h.validatorRecords(r, stakers, vq.tipTime); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// currentDelegations sums the stake of the delegators current at tipTime
+// by the validator tx they delegate to (one query for every validator).
+func (h *handlers) currentDelegations(ctx context.Context, tipTime int64) (map[string]*big.Int, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT validator_tx_id, stake_amount FROM p_stakers
+		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1`, tipTime)
+	if err != nil {
+		return nil, fmt.Errorf("current delegations: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*big.Int{}
+	for rows.Next() {
+		var v, a string
+		if err := rows.Scan(&v, &a); err != nil {
+			return nil, fmt.Errorf("current delegations: %w", err)
+		}
+		if out[v] == nil {
+			out[v] = new(big.Int)
+		}
+		out[v].Add(out[v], decimal(unpad(a)))
+	}
+	return out, rows.Err()
+}
+
 // capacity is how much more stake a current or pending primary-network
 // validator accepts from delegators at the tip: min(max stake, 5 x own
 // stake) - (own stake + current delegations), as avalanchego bounds a new
 // delegation. Other records take no delegations (nil).
-func (h *handlers) capacity(ctx context.Context, s *stakerRow, vq *validatorQuery) (*big.Int, error) {
+func (vq *validatorQuery) capacity(s *stakerRow) *big.Int {
 	if s.Kind != "VALIDATOR" || s.SubnetID != vq.primarySubnet || s.RemovedHeight >= 0 {
-		return nil, nil
+		return nil
 	}
 	own := decimal(s.Weight)
 	limit := new(big.Int).Mul(own, big.NewInt(maxValidatorWeightFactor))
 	if vq.maxStake.Sign() > 0 && limit.Cmp(vq.maxStake) > 0 {
 		limit.Set(vq.maxStake)
 	}
-	_, delegated, _, err := h.delegation(ctx, s.TxID, true, vq.tipTime, s.Shares)
-	if err != nil {
-		return nil, err
-	}
 	c := limit.Sub(limit, own)
-	c.Sub(c, delegated)
+	if d := vq.delegated[s.TxID]; d != nil {
+		c.Sub(c, d)
+	}
 	if c.Sign() < 0 {
 		c.SetInt64(0)
 	}
-	return c, nil
+	return c
 }
