@@ -53,7 +53,7 @@ type validatorQuery struct {
 	sortBy             string
 	desc               bool
 	tipTime            int64
-	maxStake           *big.Int // network's maximum validator stake
+	maxStake           *big.Int            // network's maximum validator stake
 	delegated          map[string]*big.Int // current delegations by validator tx
 	primarySubnet      string
 	needCapacity, byUp bool
