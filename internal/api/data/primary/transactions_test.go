@@ -345,6 +345,16 @@ func TestTxByHashP(t *testing.T) {
 		if seen < 30 {
 			t.Errorf("only %d P txs compared", seen)
 		}
+		// The genesis validators' txs are in no block: the state of block 0.
+		for _, v := range e.currentValidators(t, "") {
+			id := v["txID"].(string)
+			var g pTxOut
+			e.ok(t, "/v1/networks/testnet/blockchains/p-chain/transactions/"+id, &g)
+			if g.BlockNumber != "0" || g.BlockHash != blocks[0].ID || g.NodeID != v["nodeID"] || sumOf(g.AmountStaked, avaxID) == 0 ||
+				g.EndTimestamp == nil || fmt.Sprint(*g.EndTimestamp) != v["endTime"] {
+				t.Errorf("genesis staker %s: %+v, node %v", id, g, v)
+			}
+		}
 	})
 }
 
