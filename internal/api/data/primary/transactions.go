@@ -157,12 +157,6 @@ func (f txFilter) walk(addr string, args []any) (string, []any) {
 		` ORDER BY ` + key + ` ` + dir + `, ` + id + ` ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
 }
 
-// txAddressesParam reads addresses of one chain: bech32 with or without
-// the chain prefix (the stored form has none).
-func (h *handlers) txAddressesParam(p *api.Params) []string {
-	return h.addressesParam(p, "addresses")
-}
-
 func (h *handlers) listTxs(r *http.Request) (any, error) {
 	return h.listTxsOf(r, false)
 }
@@ -186,7 +180,7 @@ func (h *handlers) listTxsOf(r *http.Request, staking bool) (any, error) {
 		route = routeStakingTxs
 	}
 	f := txFilter{chain: q.chain.Key, stakingOnly: staking}
-	f.addrs = h.txAddressesParam(p)
+	f.addrs = h.addressesParam(p, "addresses")
 	f.types = txTypesParam(p)
 	if s := p.String("l1ValidationId"); s != "" && !staking {
 		if q.chain.Key != "P" {
