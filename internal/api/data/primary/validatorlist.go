@@ -280,6 +280,11 @@ func (vq *validatorQuery) sql() (string, []any) {
 			where = append(where, `delegation_shares <= `+arg(int64(math.Floor(*vq.maxFee*10000))))
 		}
 	}
+	if vq.needCapacity {
+		// Only current and pending primary-network validators take
+		// delegations: they are what capacity filters and sorts list.
+		where = append(where, `kind = 'VALIDATOR' AND removed_height < 0 AND subnet_id = `+arg(vq.primarySubnet))
+	}
 	if vq.minLeft != nil || vq.maxLeft != nil {
 		// Time remains only for a validation not yet ended.
 		where = append(where, `removed_height < 0`)
