@@ -244,14 +244,38 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 	for _, a := range addrs {
 		args = append(args, a)
 	}
-	// A multisig UTXO of two of the addresses is one UTXO.
+	var out []balanceUTXO
+	if !historical {
+		// Plain UTXOs (one owner, no lock, not staked; 0042) from the
+		// index alone: a busy address holds 100,000s of them.
+		rows, err := h.d.DB.QueryContext(ctx, `SELECT ua.address, ua.asset_id, ua.amount FROM utxo_addresses ua
+			WHERE ua.chain_key = $1 AND ua.address IN (`+ph+`) AND ua.spent = FALSE AND ua.plain = TRUE`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("balances: %w", err)
+		}
+		for rows.Next() {
+			u := balanceUTXO{createdChain: chain, fxType: "secp256k1fx.TransferOutput", threshold: 1, owners: make([]string, 1)}
+			if err := rows.Scan(&u.owners[0], &u.asset, &u.amount); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("balances: %w", err)
+			}
+			u.amount = unpad(u.amount)
+			out = append(out, u)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("balances: %w", err)
+		}
+	}
+	// The others from their rows. A multisig UTXO of two of the addresses
+	// is one UTXO.
 	where := `u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `)`
 	if historical {
 		args = append(args, at)
 		n := len(args)
 		where += fmt.Sprintf(`) AND u.created_time <= $%d AND (u.consumed_height < 0 OR u.consumed_time > $%d)`, n, n)
 	} else {
-		where += ` AND ua.spent = FALSE) AND u.consumed_height < 0`
+		where += ` AND ua.spent = FALSE AND ua.plain = FALSE) AND u.consumed_height < 0`
 	}
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.asset_id, u.amount, u.created_chain, u.fx_type, u.locktime,
 		u.stakeable_locktime, u.stake_locked, u.utxo_type, COALESCE(s.start_time, 0), COALESCE(s.removed_height, -1),
@@ -262,7 +286,6 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 		return nil, fmt.Errorf("balances: %w", err)
 	}
 	defer rows.Close()
-	var out []balanceUTXO
 	for rows.Next() {
 		var u balanceUTXO
 		var start, removedHeight, removedTime int64

@@ -341,3 +341,23 @@ func TestUTXOsPost(t *testing.T) {
 		apitest.WantError(t, "POST no addresses", code, body, 400, "addresses")
 	})
 }
+
+// TestPlainUTXOFlag: the writer's plain flag (what balances sum from the
+// index alone) is the rule 0042_plain_utxo_balances.sql fills older
+// databases with, on every UTXO of the devnet.
+func TestPlainUTXOFlag(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		var n, plain, bad int
+		if err := e.DB.QueryRowContext(t.Context(), `SELECT COUNT(*),
+			COALESCE(SUM(CASE WHEN ua.plain THEN 1 ELSE 0 END), 0),
+			COALESCE(SUM(CASE WHEN ua.plain <> (u.fx_type = 'secp256k1fx.TransferOutput' AND u.threshold = 1 AND u.locktime = 0
+				AND u.utxo_type <> 'STAKE' AND u.staked = FALSE AND u.created_chain = u.chain_key AND u.addresses NOT LIKE '%,%')
+				THEN 1 ELSE 0 END), 0)
+			FROM utxo_addresses ua JOIN utxos u ON u.utxo_id = ua.utxo_id`).Scan(&n, &plain, &bad); err != nil {
+			t.Fatal(err)
+		}
+		if bad != 0 || plain == 0 || plain == n {
+			t.Errorf("%d address rows, %d plain, %d differ from the migration's rule", n, plain, bad)
+		}
+	})
+}
