@@ -185,14 +185,33 @@ func (h *handlers) pTxs(ctx context.Context, as *assets, txIDs []string) ([]PCha
 			t.ConsumedUtxos = append(t.ConsumedUtxos, s.pUTXO(u))
 		}
 	}
-	if err := h.pStakerFacts(ctx, byID, in, args); err != nil {
-		return nil, err
+	// The facts of a kind are read only when the page holds a tx of it.
+	kinds := map[string]bool{}
+	for _, t := range byID {
+		kinds[t.TxType] = true
 	}
-	if err := h.pSubnetFacts(ctx, byID, in, args); err != nil {
-		return nil, err
+	anyOf := func(types ...string) bool {
+		for _, t := range types {
+			if kinds[t] {
+				return true
+			}
+		}
+		return false
 	}
-	if err := h.pL1Facts(ctx, byID, in, args); err != nil {
-		return nil, err
+	if anyOf("AddValidatorTx", "AddDelegatorTx", "AddSubnetValidatorTx", "AddPermissionlessValidatorTx", "AddPermissionlessDelegatorTx") {
+		if err := h.pStakerFacts(ctx, byID, in, args); err != nil {
+			return nil, err
+		}
+	}
+	if anyOf("CreateSubnetTx", "TransferSubnetOwnershipTx", "ConvertSubnetToL1Tx", "CreateChainTx") {
+		if err := h.pSubnetFacts(ctx, byID, in, args); err != nil {
+			return nil, err
+		}
+	}
+	if anyOf("ConvertSubnetToL1Tx", "RegisterL1ValidatorTx", "SetL1ValidatorWeightTx", "DisableL1ValidatorTx", "IncreaseL1ValidatorBalanceTx") {
+		if err := h.pL1Facts(ctx, byID, in, args); err != nil {
+			return nil, err
+		}
 	}
 	avax := h.d.AVAXAssetID
 	if err := as.load(ctx, avax); err != nil {
