@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // AggregatedAssetAmount is the OpenAPI AggregatedAssetAmount: an asset's
@@ -67,6 +68,29 @@ type balanceUTXO struct {
 	stakeLocked, pending                bool
 	owners                              []string
 	threshold                           int
+	count                               int64 // UTXOs summed in amount (plain ones come summed)
+}
+
+// plainSums reads (address, asset, amount, count) rows of plain UTXOs.
+func (h *handlers) plainSums(ctx context.Context, q string, args []any) ([]balanceUTXO, error) {
+	rows, err := h.d.DB.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("balances: %w", err)
+	}
+	defer rows.Close()
+	var out []balanceUTXO
+	for rows.Next() {
+		u := balanceUTXO{owners: make([]string, 1)}
+		if err := rows.Scan(&u.owners[0], &u.asset, &u.amount, &u.count); err != nil {
+			return nil, fmt.Errorf("balances: %w", err)
+		}
+		u.amount = unpad(u.amount)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("balances: %w", err)
+	}
+	return out, nil
 }
 
 // spendableBy reports whether addrs alone can spend u (threshold of its
@@ -90,13 +114,13 @@ type bucket struct {
 
 func newBucket() *bucket { return &bucket{sum: map[string]*big.Int{}, n: map[string]int64{}} }
 
-func (b *bucket) add(key, amount string) {
+func (b *bucket) add(key string, u balanceUTXO) {
 	if b.sum[key] == nil {
 		b.keys = append(b.keys, key)
 		b.sum[key] = new(big.Int)
 	}
-	b.sum[key].Add(b.sum[key], decimal(amount))
-	b.n[key]++
+	b.sum[key].Add(b.sum[key], decimal(u.amount))
+	b.n[key] += max(u.count, 1)
 }
 
 // amounts renders a bucket keyed by asset id.
@@ -174,22 +198,22 @@ func (h *handlers) getBalances(r *http.Request) (any, error) {
 			switch {
 			case u.createdChain != "P":
 				if u.locktime > now {
-					atomicL.add(u.asset+"|"+u.createdChain, u.amount)
+					atomicL.add(u.asset+"|"+u.createdChain, u)
 				} else {
-					atomicU.add(u.asset+"|"+u.createdChain, u.amount)
+					atomicU.add(u.asset+"|"+u.createdChain, u)
 				}
 			case u.pending:
-				ps.add(u.asset, u.amount)
+				ps.add(u.asset, u)
 			case u.stakeLocked && stakeLocked:
-				lst.add(u.asset, u.amount)
+				lst.add(u.asset, u)
 			case u.stakeLocked:
-				us2.add(u.asset, u.amount)
+				us2.add(u.asset, u)
 			case u.locktime > now:
-				lp.add(u.asset, u.amount)
+				lp.add(u.asset, u)
 			case stakeLocked:
-				ls.add(u.asset, u.amount)
+				ls.add(u.asset, u)
 			default:
-				uu.add(u.asset, u.amount)
+				uu.add(u.asset, u)
 			}
 		}
 		return BalancesResponse{ChainInfo: info, Balances: PChainBalance{
@@ -210,13 +234,13 @@ func (h *handlers) getBalances(r *http.Request) (any, error) {
 				// As avm.getAllBalances: a multisig UTXO the addresses
 				// cannot spend alone is no balance of theirs.
 			case u.createdChain != "X" && u.locktime > now:
-				atomicL.add(u.asset+"|"+u.createdChain, u.amount)
+				atomicL.add(u.asset+"|"+u.createdChain, u)
 			case u.createdChain != "X":
-				atomicU.add(u.asset+"|"+u.createdChain, u.amount)
+				atomicU.add(u.asset+"|"+u.createdChain, u)
 			case u.locktime > now:
-				locked.add(u.asset, u.amount)
+				locked.add(u.asset, u)
 			default:
-				unlocked.add(u.asset, u.amount)
+				unlocked.add(u.asset, u)
 			}
 		}
 		return BalancesResponse{ChainInfo: info, Balances: XChainBalances{Locked: locked.amounts(as), Unlocked: unlocked.amounts(as),
@@ -224,9 +248,9 @@ func (h *handlers) getBalances(r *http.Request) (any, error) {
 	}
 	for _, u := range us {
 		if u.locktime > now {
-			atomicL.add(u.asset+"|"+u.createdChain, u.amount)
+			atomicL.add(u.asset+"|"+u.createdChain, u)
 		} else {
-			atomicU.add(u.asset+"|"+u.createdChain, u.amount)
+			atomicU.add(u.asset+"|"+u.createdChain, u)
 		}
 	}
 	return BalancesResponse{ChainInfo: info, Balances: CChainAtomicBalances{
@@ -246,25 +270,28 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 	}
 	var out []balanceUTXO
 	if !historical {
-		// Plain UTXOs (one owner, no lock, not staked; 0042) from the
-		// index alone: a busy address holds 100,000s of them.
-		rows, err := h.d.DB.QueryContext(ctx, `SELECT ua.address, ua.asset_id, ua.amount FROM utxo_addresses ua
-			WHERE ua.chain_key = $1 AND ua.address IN (`+ph+`) AND ua.spent = FALSE AND ua.plain = TRUE`, args...)
+		// Plain UTXOs (one owner, no lock, not staked; 0042) summed from
+		// the index alone: a busy address holds 10,000s of them.
+		sum := `CAST(SUM(CAST(ua.amount AS NUMERIC)) AS TEXT)`
+		if h.d.DB.Dialect() == store.SQLite {
+			// Exact in 64 bits; an overflow is an error, answered below
+			// by summing the rows.
+			sum = `CAST(SUM(CAST(ua.amount AS INTEGER)) AS TEXT)`
+		}
+		q := `SELECT ua.address, ua.asset_id, ` + sum + `, COUNT(*) FROM utxo_addresses ua
+			WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `) AND ua.spent = FALSE AND ua.plain = TRUE
+			GROUP BY ua.address, ua.asset_id`
+		plain, err := h.plainSums(ctx, q, args)
 		if err != nil {
-			return nil, fmt.Errorf("balances: %w", err)
-		}
-		for rows.Next() {
-			u := balanceUTXO{createdChain: chain, fxType: "secp256k1fx.TransferOutput", threshold: 1, owners: make([]string, 1)}
-			if err := rows.Scan(&u.owners[0], &u.asset, &u.amount); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("balances: %w", err)
+			q = `SELECT ua.address, ua.asset_id, ua.amount, 1 FROM utxo_addresses ua
+				WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `) AND ua.spent = FALSE AND ua.plain = TRUE`
+			if plain, err = h.plainSums(ctx, q, args); err != nil {
+				return nil, err
 			}
-			u.amount = unpad(u.amount)
-			out = append(out, u)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("balances: %w", err)
+		for _, u := range plain {
+			u.createdChain, u.fxType, u.threshold = chain, "secp256k1fx.TransferOutput", 1
+			out = append(out, u)
 		}
 	}
 	// The others from their rows. A multisig UTXO of two of the addresses

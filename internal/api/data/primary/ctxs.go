@@ -68,17 +68,21 @@ func (h *handlers) cTxs(ctx context.Context, as *assets, txIDs []string) ([]any,
 	}
 	args, in := idArgs(txIDs)
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT tx_id, height, block_id, timestamp, tx_type, memo, source_chain,
-		destination_chain FROM px_txs WHERE tx_id IN (`+in+`) AND chain_key = 'C'`, args...)
+		destination_chain, chain_key FROM px_txs WHERE tx_id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load C atomic txs: %w", err)
 	}
 	byID := map[string]*CChainAtomicTx{}
 	for rows.Next() {
 		var t CChainAtomicTx
+		var chain string
 		if err := rows.Scan(&t.TxHash, &t.BlockHeight, &t.BlockHash, &t.Timestamp, &t.TxType, &t.Memo, &t.SourceChain,
-			&t.DestinationChain); err != nil {
+			&t.DestinationChain, &chain); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load C atomic txs: %w", err)
+		}
+		if chain != "C" { // checked here: see pTxs
+			continue
 		}
 		// The C-chain is the other end of every atomic tx it holds.
 		if t.TxType == "ImportTx" {

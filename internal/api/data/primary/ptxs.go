@@ -100,8 +100,8 @@ func (h *handlers) pTxs(ctx context.Context, as *assets, txIDs []string) ([]PCha
 	args, in := idArgs(txIDs)
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT t.tx_id, t.height, t.block_id, t.timestamp, t.tx_type, t.memo,
 		t.source_chain, t.destination_chain, t.reward_staker_tx, COALESCE(p.burned, ''), COALESCE(p.subnet_id, ''),
-		COALESCE(p.node_id, '')
-		FROM px_txs t LEFT JOIN p_txs p ON p.tx_id = t.tx_id WHERE t.tx_id IN (`+in+`) AND t.chain_key = 'P'`, args...)
+		COALESCE(p.node_id, ''), t.chain_key
+		FROM px_txs t LEFT JOIN p_txs p ON p.tx_id = t.tx_id WHERE t.tx_id IN (`+in+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load P txs: %w", err)
 	}
@@ -111,10 +111,16 @@ func (h *handlers) pTxs(ctx context.Context, as *assets, txIDs []string) ([]PCha
 	for rows.Next() {
 		var t PChainTx
 		var height int64
+		var chain string
 		if err := rows.Scan(&t.TxHash, &height, &t.BlockHash, &t.BlockTimestamp, &t.TxType, &t.Memo, &t.SourceChain,
-			&t.DestinationChain, &t.StakingTxHash, &t.burned, &t.SubnetID, &t.NodeID); err != nil {
+			&t.DestinationChain, &t.StakingTxHash, &t.burned, &t.SubnetID, &t.NodeID, &chain); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load P txs: %w", err)
+		}
+		// The chain is checked here, not in SQL: with it there, SQLite
+		// walked px_txs_chain_time (every P tx) instead of the ids.
+		if chain != "P" {
+			continue
 		}
 		if height < 0 {
 			genesis, height = true, 0
