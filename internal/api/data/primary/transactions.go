@@ -98,6 +98,9 @@ type txFilter struct {
 // walk per address of px_tx_addresses in order (its primary key), merged
 // as the UTXO listings merge theirs.
 func (f txFilter) sql() (string, []any) {
+	if f.stakingOnly {
+		return f.stakingSQL()
+	}
 	if len(f.addrs) <= 1 {
 		a := ""
 		if len(f.addrs) == 1 {
@@ -113,6 +116,42 @@ func (f txFilter) sql() (string, []any) {
 		walks = append(walks, q)
 	}
 	return mergeWalks(walks, f.desc, f.limit), args
+}
+
+// stakingSQL pages the txs of the current and pending stakers (few: they
+// drive the query); an address filter is a key lookup per staker tx.
+func (f txFilter) stakingSQL() (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := []string{`s.removed_height < 0`}
+	if len(f.types) > 0 {
+		var ph []string
+		for _, t := range f.types {
+			ph = append(ph, arg(t))
+		}
+		where = append(where, `t.tx_type IN (`+strings.Join(ph, ",")+`)`)
+	}
+	if len(f.addrs) > 0 {
+		var ph []string
+		for _, a := range f.addrs {
+			ph = append(ph, arg(a))
+		}
+		where = append(where, `EXISTS (SELECT 1 FROM px_tx_addresses a WHERE a.address IN (`+strings.Join(ph, ",")+
+			`) AND a.chain_key = 'P' AND a.timestamp = t.timestamp AND a.tx_id = t.tx_id)`)
+	}
+	cmp, dir := ">", "ASC"
+	if f.desc {
+		cmp, dir = "<", "DESC"
+	}
+	where = append(where, `t.timestamp >= `+arg(f.lo), `t.timestamp <= `+arg(f.hi))
+	if f.after != nil {
+		where = append(where, fmt.Sprintf(`(t.timestamp, t.tx_id) %s (%s, %s)`, cmp, arg(f.after.T), arg(f.after.ID)))
+	}
+	return `SELECT t.timestamp AS k, t.tx_id AS id FROM p_stakers s JOIN px_txs t ON t.tx_id = s.tx_id WHERE ` +
+		strings.Join(where, ` AND `) + ` ORDER BY t.timestamp ` + dir + `, t.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
 }
 
 func (f txFilter) walk(addr string, args []any) (string, []any) {
@@ -141,9 +180,6 @@ func (f txFilter) walk(addr string, args []any) (string, []any) {
 	}
 	if f.l1Validation != "" {
 		where = append(where, id+` IN (SELECT tx_id FROM p_l1_validator_history WHERE validation_id = `+arg(f.l1Validation)+`)`)
-	}
-	if f.stakingOnly {
-		where = append(where, id+` IN (SELECT tx_id FROM p_stakers WHERE removed_height < 0)`)
 	}
 	cmp, dir := ">", "ASC"
 	if f.desc {

@@ -223,6 +223,7 @@ func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTi
 	ctx := r.Context()
 	out := []any{}
 	var observed map[string]Observed
+	totals := map[string]*big.Int{} // subnet stake, read once per request
 	for _, s := range stakers {
 		switch statusOf(s, tipTime) {
 		case "removed":
@@ -240,7 +241,7 @@ func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTi
 			if observed == nil {
 				observed = h.observed(r)
 			}
-			v, err := h.active(ctx, s, tipTime, observed)
+			v, err := h.active(ctx, s, tipTime, observed, totals)
 			if err != nil {
 				return nil, err
 			}
@@ -390,7 +391,7 @@ func (h *handlers) completed(ctx context.Context, s *stakerRow) (CompletedValida
 	return v, nil
 }
 
-func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, observed map[string]Observed) (ActiveValidator, error) {
+func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, observed map[string]Observed, totals map[string]*big.Int) (ActiveValidator, error) {
 	v := ActiveValidator{validatorBase: base(s), ValidationStatus: "active",
 		PotentialRewards: Rewards{ValidationRewardAmount: s.Potential, DelegationRewardAmount: "0"}}
 	weight := decimal(s.Weight)
@@ -406,9 +407,13 @@ func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, obse
 			return v, err
 		}
 	}
-	total, err := h.totalStake(ctx, s.SubnetID)
-	if err != nil {
-		return v, err
+	total := totals[s.SubnetID]
+	if total == nil {
+		var err error
+		if total, err = h.totalStake(ctx, s.SubnetID); err != nil {
+			return v, err
+		}
+		totals[s.SubnetID] = total
 	}
 	if total.Sign() > 0 {
 		f, _ := new(big.Rat).SetFrac(new(big.Int).Mul(weight, big.NewInt(100)), total).Float64()
