@@ -118,21 +118,23 @@ func (f txFilter) sql() (string, []any) {
 	return mergeWalks(walks, f.desc, f.limit), args
 }
 
-// stakingSQL pages the txs of the current and pending stakers (few: they
-// drive the query); an address filter is a key lookup per staker tx.
+// stakingSQL pages the txs of the current and pending stakers by their
+// acceptance time (p_stakers.added_time, the time of the block holding the
+// tx: its timestamp), walking 0043's index; an address filter is a key
+// lookup per staker tx.
 func (f txFilter) stakingSQL() (string, []any) {
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
 	}
-	where := []string{`s.removed_height < 0`}
+	where := []string{`s.removed_height = -1`}
 	if len(f.types) > 0 {
 		var ph []string
 		for _, t := range f.types {
 			ph = append(ph, arg(t))
 		}
-		where = append(where, `t.tx_type IN (`+strings.Join(ph, ",")+`)`)
+		where = append(where, `s.tx_type IN (`+strings.Join(ph, ",")+`)`)
 	}
 	if len(f.addrs) > 0 {
 		var ph []string
@@ -140,18 +142,18 @@ func (f txFilter) stakingSQL() (string, []any) {
 			ph = append(ph, arg(a))
 		}
 		where = append(where, `EXISTS (SELECT 1 FROM px_tx_addresses a WHERE a.address IN (`+strings.Join(ph, ",")+
-			`) AND a.chain_key = 'P' AND a.timestamp = t.timestamp AND a.tx_id = t.tx_id)`)
+			`) AND a.chain_key = 'P' AND a.timestamp = s.added_time AND a.tx_id = s.tx_id)`)
 	}
 	cmp, dir := ">", "ASC"
 	if f.desc {
 		cmp, dir = "<", "DESC"
 	}
-	where = append(where, `t.timestamp >= `+arg(f.lo), `t.timestamp <= `+arg(f.hi))
+	where = append(where, `s.added_time >= `+arg(f.lo), `s.added_time <= `+arg(f.hi))
 	if f.after != nil {
-		where = append(where, fmt.Sprintf(`(t.timestamp, t.tx_id) %s (%s, %s)`, cmp, arg(f.after.T), arg(f.after.ID)))
+		where = append(where, fmt.Sprintf(`(s.added_time, s.tx_id) %s (%s, %s)`, cmp, arg(f.after.T), arg(f.after.ID)))
 	}
-	return `SELECT t.timestamp AS k, t.tx_id AS id FROM p_stakers s JOIN px_txs t ON t.tx_id = s.tx_id WHERE ` +
-		strings.Join(where, ` AND `) + ` ORDER BY t.timestamp ` + dir + `, t.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
+	return `SELECT s.added_time AS k, s.tx_id AS id FROM p_stakers s WHERE ` + strings.Join(where, ` AND `) +
+		` ORDER BY s.added_time ` + dir + `, s.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(f.limit), args
 }
 
 func (f txFilter) walk(addr string, args []any) (string, []any) {

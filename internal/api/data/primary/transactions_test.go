@@ -608,6 +608,18 @@ func TestTxListings(t *testing.T) {
 		if fmt.Sprint(gotStaking) != fmt.Sprint(wantStaking) {
 			t.Errorf("listStaking %v, node's current stakers %v", gotStaking, wantStaking)
 		}
+		// By address: every current validator under its reward owner.
+		for _, v := range e.currentValidators(t, "") {
+			owner := v["validationRewardOwner"].(map[string]any)["addresses"].([]any)[0].(string)
+			found := false
+			for _, g := range decodeAll[pTxOut](t, e.listAll(t, "/v1/networks/testnet/blockchains/p-chain/transactions:listStaking",
+				url.Values{"addresses": {owner}}, 2, "transactions")) {
+				found = found || g.TxHash == v["txID"]
+			}
+			if !found {
+				t.Errorf("listStaking?addresses=%s misses %s", owner, v["txID"])
+			}
+		}
 		for _, c := range []struct{ target, want string }{
 			{"p-chain/transactions?txTypes=Nope", "txTypes"},
 			{"p-chain/transactions?addresses=P-avax1xyz", "addresses"},
