@@ -362,7 +362,7 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	enrichapi.Register(mux, enrichapi.Deps{Service: enr, Network: network, Log: log})
 
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
-		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr})
+		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr, AVAXAssetID: set.Genesis.AvaxAssetID.String()})
 	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
 	balanceNodes := &balanceNodes{set: set, log: log, nodes: map[string]*source.EVM{}}
 	closers = append(closers, balanceNodes.close)

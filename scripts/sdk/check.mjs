@@ -45,6 +45,15 @@ const facts = {
   evmTx: first((w) => w.chain === "C" && w.type === "Transfer").txID,
   creation: first((w) => w.chain === "C" && w.type === "ContractCreation"),
   call: first((w) => w.chain === "C" && String(w.type).startsWith("ContractCall:")).txID,
+  subnets: network.subnets,
+  genesisNode: network.recordingNode,
+  // The first tx of each chain and type the workload issued (P and X), and
+  // of the C-chain's atomic txs. The first CreateChainTx is subnet A's EVM
+  // chain: the SDK 0.13 types blockchainInfo.genesisData as an object only,
+  // while the document answers a non-EVM chain's genesis (subnet B's xsvm)
+  // as a string; the Go tests check that one against the document.
+  txsByType: Object.values(workload.filter((w) => w.chain !== "C" || w.type === "ImportTx" || w.type === "ExportTx")
+    .reduce((m, w) => (m[w.chain + w.type] ??= w, m), {})),
 };
 const c = facts.contracts;
 
@@ -158,6 +167,34 @@ const cases = {
     { network: facts.network, blockchainId: "x-chain", addresses: facts.xAddr },
     { network: facts.network, blockchainId: "p-chain", addresses: facts.pAddr },
   ],
+  dataPrimaryNetworkTransactionsGet: [
+    ...facts.txsByType.map((w) => ({ network: facts.network, blockchainId: w.chain.toLowerCase() + "-chain", txHash: w.txID })),
+    ...network.rewardValidatorTxs.slice(0, 1).map((id) => ({ network: facts.network, blockchainId: "p-chain", txHash: id.rewardTxID })),
+    { network: facts.network, blockchainId: "p-chain", txHash: facts.xTx, expect: "error" },
+  ],
+  dataPrimaryNetworkTransactionsListLatest: [
+    { network: facts.network, blockchainId: "p-chain", pageSize: 5 },
+    { network: facts.network, blockchainId: "x-chain", pageSize: 5 },
+    { network: facts.network, blockchainId: "c-chain", pageSize: 2 },
+    { network: facts.network, blockchainId: "p-chain", addresses: facts.pAddr, txTypes: ["BaseTx", "ImportTx"], sortOrder: "asc" },
+  ],
+  dataPrimaryNetworkTransactionsListActiveStakingTransactions: [{ network: facts.network, blockchainId: "p-chain", pageSize: 1 }],
+  dataPrimaryNetworkBalancesListByAddresses: [
+    { network: facts.network, blockchainId: "p-chain", addresses: facts.pAddr },
+    { network: facts.network, blockchainId: "x-chain", addresses: facts.xAddr },
+    { network: facts.network, blockchainId: "c-chain", addresses: facts.pAddr.replace(/^P-/, "C-") },
+  ],
+  dataPrimaryNetworkListValidators: [
+    { network: facts.network, pageSize: 2 },
+    { network: facts.network, validationStatus: "active", sortBy: "delegationCapacity", sortOrder: "asc" },
+    { network: facts.network, subnetId: facts.subnets.A.subnetID },
+  ],
+  dataPrimaryNetworkListDelegators: [{ network: facts.network, pageSize: 1 }],
+  dataPrimaryNetworkListL1Validators: [
+    { network: facts.network, pageSize: 1 },
+    { network: facts.network, subnetId: facts.subnets.B.subnetID, includeInactiveL1Validators: true },
+  ],
+  dataPrimaryNetworkRewardsListPendingRewards: [{ network: facts.network, nodeIds: facts.genesisNode }],
   dataSignatureAggregatorGet: [{ network: facts.network, txHash: facts.pTx, expect: "error" }],
   dataSignatureAggregatorAggregate: [{ network: facts.network, signatureAggregatorRequest: { message: "0x00" }, expect: "error" }],
   dataOperationsExportTransactions: [{

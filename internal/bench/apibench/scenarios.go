@@ -180,6 +180,62 @@ func Scenarios(m *Manifest) []Scenario {
 		get("primary.chainIds", func(r *rand.Rand) string {
 			return net + "/addresses:listChainIds" + q("addresses", pick(r, 0.4, m.XHotAddresses, m.PColdAddresses)+","+pick(r, 0.4, m.PHotAddresses, m.XColdAddresses))
 		}),
+		// Issue #17 part B: the latest transactions of a chain or of
+		// addresses, staking txs, balances, last activity and the staking
+		// listings.
+		list("primary.transactions", func(r *rand.Rand) string {
+			alias, hot, cold := "x-chain", m.XHotAddresses, m.XColdAddresses
+			if r.Intn(2) == 0 {
+				alias, hot, cold = "p-chain", m.PHotAddresses, m.PColdAddresses
+			}
+			addrs := ""
+			if r.Intn(10) < 6 {
+				addrs = pick(r, 0.4, hot, cold)
+				if r.Intn(10) == 0 {
+					addrs += "," + pick(r, 0, hot, cold)
+				}
+			}
+			return net + "/blockchains/" + alias + "/transactions" + q("addresses", addrs, "pageSize", pageSize(r, "10", "25"),
+				"sortOrder", maybe(r, 0.2, "asc"), "txTypes", maybe(r, 0.1, "BaseTx"))
+		}),
+		list("primary.transactions.listStaking", func(r *rand.Rand) string {
+			return net + "/blockchains/p-chain/transactions:listStaking" + q("pageSize", pageSize(r, "10", "25"),
+				"addresses", maybe(r, 0.3, pick(r, 0.4, m.PHotAddresses, m.RewardAddrs)))
+		}),
+		get("primary.balances", func(r *rand.Rand) string {
+			if r.Intn(2) == 0 {
+				return net + "/blockchains/x-chain/balances" + q("addresses", pick(r, 0.4, m.XHotAddresses, m.XColdAddresses))
+			}
+			return net + "/blockchains/p-chain/balances" + q("addresses", pick(r, 0.4, m.PHotAddresses, m.PColdAddresses))
+		}),
+		get("primary.lastActivity", func(r *rand.Rand) string {
+			if r.Intn(2) == 0 {
+				return net + "/blockchains/x-chain/lastActivityTimestampByAddresses" + q("addresses", pick(r, 0.4, m.XHotAddresses, m.XColdAddresses))
+			}
+			return net + "/blockchains/p-chain/lastActivityTimestampByAddresses" + q("addresses", pick(r, 0.4, m.PHotAddresses, m.PColdAddresses))
+		}),
+		list("primary.validatorList", func(r *rand.Rand) string {
+			return net + "/validators" + q("pageSize", pageSize(r, "10", "50"),
+				"validationStatus", maybe(r, 0.4, oneOf(r, "active", "completed")),
+				"sortBy", maybe(r, 0.4, oneOf(r, "timeRemaining", "delegationFee", "delegationCapacity")),
+				"nodeIds", maybe(r, 0.2, pick(r, 0.5, m.HotNodes, m.ColdNodes)),
+				"minTimeRemaining", maybe(r, 0.1, "3600"))
+		}),
+		list("primary.delegators", func(r *rand.Rand) string {
+			return net + "/delegators" + q("pageSize", pageSize(r, "10", "50"),
+				"nodeIds", maybe(r, 0.3, pick(r, 0.5, m.HotNodes, m.ColdNodes)),
+				"rewardAddresses", maybe(r, 0.2, pick(r, 0.5, m.RewardAddrs, m.PColdAddresses)),
+				"delegationStatus", maybe(r, 0.3, oneOf(r, "active", "completed")))
+		}),
+		list("primary.pendingRewards", func(r *rand.Rand) string {
+			if r.Intn(2) == 0 {
+				return net + "/rewards:listPending" + q("nodeIds", pick(r, 0.5, m.HotNodes, m.ColdNodes))
+			}
+			return net + "/rewards:listPending" + q("addresses", pick(r, 0.5, m.RewardAddrs, m.PColdAddresses))
+		}),
+		list("primary.l1Validators", func(r *rand.Rand) string {
+			return net + "/l1Validators" + q("pageSize", pageSize(r, "10", "50"), "includeInactiveL1Validators", maybe(r, 0.3, "true"))
+		}),
 		get("evm.chains", func(r *rand.Rand) string {
 			return oneOf(r, "/v1/chains", chain)
 		}),

@@ -161,7 +161,10 @@ func (a *Applier) applyImport(ctx context.Context, tx *store.Tx, blk Block, inde
 		assets = append(assets, in.AssetID())
 	}
 	changes := make([]BalanceChange, 0, len(u.Outs))
-	for _, out := range u.Outs {
+	for i, out := range u.Outs {
+		if err := putEVMIO(ctx, tx, txID.String(), "OUT", i, out.Address, out.AssetID, out.Amount, 0); err != nil {
+			return nil, err
+		}
 		assets = append(assets, out.AssetID)
 		c := BalanceChange{TxID: txID, Address: out.Address, AssetID: out.AssetID, Amount: out.Amount}
 		if out.AssetID == a.avax {
@@ -234,7 +237,10 @@ func (a *Applier) applyExport(ctx context.Context, tx *store.Tx, blk Block, inde
 		assets = append(assets, out.AssetID())
 	}
 	changes := make([]BalanceChange, 0, len(u.Ins))
-	for _, in := range u.Ins {
+	for i, in := range u.Ins {
+		if err := putEVMIO(ctx, tx, txID.String(), "IN", i, in.Address, in.AssetID, in.Amount, in.Nonce); err != nil {
+			return nil, err
+		}
 		assets = append(assets, in.AssetID)
 		c := BalanceChange{TxID: txID, Address: in.Address, AssetID: in.AssetID, Amount: in.Amount, Export: true, Nonce: in.Nonce}
 		if in.AssetID == a.avax {
@@ -260,6 +266,17 @@ func (a *Applier) putTx(ctx context.Context, tx *store.Tx, blk Block, txID strin
 		destination_chain=excluded.destination_chain, credentials=excluded.credentials, tx_bytes=excluded.tx_bytes`,
 		txID, int64(blk.Height), index, blk.Hash, blk.Time, typ, src, dst, creds, raw); err != nil {
 		return fmt.Errorf("catomic: put tx %s: %w", txID, err)
+	}
+	return nil
+}
+
+// putEVMIO records one EVMInput (IN) or EVMOutput (OUT) of an atomic tx.
+func putEVMIO(ctx context.Context, tx *store.Tx, txID, dir string, i int, addr common.Address, asset ids.ID, amount, nonce uint64) error {
+	if _, err := tx.Exec(ctx, `INSERT INTO c_atomic_evm_io (tx_id, direction, io_index, address, asset_id, amount, nonce)
+		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (tx_id, direction, io_index) DO UPDATE SET address=excluded.address,
+		asset_id=excluded.asset_id, amount=excluded.amount, nonce=excluded.nonce`,
+		txID, dir, i, addr.Hex(), asset.String(), primary.PadAmount(amount), int64(nonce)); err != nil {
+		return fmt.Errorf("catomic: tx %s: put EVM %s %d: %w", txID, dir, i, err)
 	}
 	return nil
 }

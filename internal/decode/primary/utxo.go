@@ -151,14 +151,17 @@ func (w Writer) PutUTXO(ctx context.Context, tx *store.Tx, u *avax.UTXO, utxoByt
 		return fmt.Errorf("primary: read back utxo %s: %w", utxoID, err)
 	}
 	// asset_id and reward_type are copied here for the data API's filtered
-	// listings (0015_utxo_address_filters.sql).
+	// listings (0015_utxo_address_filters.sql); plain marks what balances
+	// sum from the index alone (0042_plain_utxo_balances.sql, same rule).
+	plain := f.FxType == "secp256k1fx.TransferOutput" && threshold == 1 && len(addrs) == 1 && locktime == 0 &&
+		c.UTXOType != "STAKE" && !c.Staked && c.CreatedChain == c.ChainKey
 	for _, a := range addrs {
 		if _, err := tx.Exec(ctx, `INSERT INTO utxo_addresses (address, chain_key, spent, created_time, amount, utxo_id,
-			asset_id, reward_type)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8) ON CONFLICT (address, chain_key, utxo_id) DO UPDATE SET spent=excluded.spent,
+			asset_id, reward_type, plain)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT (address, chain_key, utxo_id) DO UPDATE SET spent=excluded.spent,
 			created_time=excluded.created_time, amount=excluded.amount, asset_id=excluded.asset_id,
-			reward_type=excluded.reward_type`,
-			a, c.ChainKey, consumed != "", c.Time, amount, utxoID, u.AssetID().String(), c.RewardType); err != nil {
+			reward_type=excluded.reward_type, plain=excluded.plain`,
+			a, c.ChainKey, consumed != "", c.Time, amount, utxoID, u.AssetID().String(), c.RewardType, plain); err != nil {
 			return fmt.Errorf("primary: index utxo %s by address: %w", utxoID, err)
 		}
 	}
@@ -218,4 +221,7 @@ func (w Writer) LinkTx(ctx context.Context, tx *store.Tx, chainKey, txID string,
 }
 
 // DerivedTables are the tables this writer fills.
-var DerivedTables = []string{"utxos", "utxo_addresses", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets"}
+// c_atomic_evm_io is the C-chain atomic side's (internal/decode/catomic),
+// listed here with px_txs, whose rows it details.
+var DerivedTables = []string{"utxos", "utxo_addresses", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
+	"c_atomic_evm_io"}

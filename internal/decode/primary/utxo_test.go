@@ -22,6 +22,7 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 type addrRow struct {
 	Address, Chain, Asset, Reward string
 	Spent                         bool
+	Plain                         bool // 0042: balances sum it from the index
 }
 
 // testUTXO is a UTXO of txID:index in asset, owned by the given short ids.
@@ -41,7 +42,7 @@ func testUTXO(txID ids.ID, index uint32, asset ids.ID, amount uint64, owners ...
 
 func addressRows(t *testing.T, db *store.DB, utxoID string) []addrRow {
 	t.Helper()
-	rows, err := db.QueryContext(context.Background(), `SELECT address, chain_key, asset_id, reward_type, spent
+	rows, err := db.QueryContext(context.Background(), `SELECT address, chain_key, asset_id, reward_type, spent, plain
 		FROM utxo_addresses WHERE utxo_id = $1 ORDER BY address`, utxoID)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func addressRows(t *testing.T, db *store.DB, utxoID string) []addrRow {
 	var out []addrRow
 	for rows.Next() {
 		var r addrRow
-		if err := rows.Scan(&r.Address, &r.Chain, &r.Asset, &r.Reward, &r.Spent); err != nil {
+		if err := rows.Scan(&r.Address, &r.Chain, &r.Asset, &r.Reward, &r.Spent, &r.Plain); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, r)
@@ -89,11 +90,11 @@ func TestUTXOAddressesCarryAssetAndRewardType(t *testing.T) {
 		want      []addrRow // by address
 	}{
 		{"X transfer of two owners", transfer, transferBytes, primary.Created{CreatedChain: "X", ChainKey: "X", Time: 10}, true, false,
-			[]addrRow{{bech(bob), "X", other.String(), "", false}, {bech(alice), "X", other.String(), "", false}}},
+			[]addrRow{{bech(bob), "X", other.String(), "", false, false}, {bech(alice), "X", other.String(), "", false, false}}},
 		{"P reward", reward, rewardBytes, primary.Created{CreatedChain: "P", ChainKey: "P", Time: 20, UTXOType: "TRANSFER", RewardType: "VALIDATOR"},
-			true, true, []addrRow{{bech(alice), "P", avaxID.String(), "VALIDATOR", true}}},
+			true, true, []addrRow{{bech(alice), "P", avaxID.String(), "VALIDATOR", true, true}}},
 		{"spend indexed before the creation", imported, importedBytes, primary.Created{CreatedChain: "X", ChainKey: "P", Time: 30}, false, true,
-			[]addrRow{{bech(bob), "P", avaxID.String(), "", true}}},
+			[]addrRow{{bech(bob), "P", avaxID.String(), "", true, false}}},
 	}
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -126,8 +127,11 @@ func TestUTXOAddressesCarryAssetAndRewardType(t *testing.T) {
 		}
 
 		// The same rows as written before 0015: without the columns, and
-		// without its indexes (the columns cannot be dropped under them).
+		// without its indexes (the columns cannot be dropped under them),
+		// nor 0042's plain flag and index.
 		for _, q := range []string{
+			`DROP INDEX utxo_addresses_balance`, `ALTER TABLE utxo_addresses DROP COLUMN plain`,
+			`DELETE FROM schema_migrations WHERE name = '0042_plain_utxo_balances.sql'`,
 			`DROP INDEX utxo_addresses_x_asset_time`, `DROP INDEX utxo_addresses_x_asset_amount`,
 			`DROP INDEX utxo_addresses_x_asset_any_time`, `DROP INDEX utxo_addresses_x_asset_any_amount`,
 			`DROP INDEX utxo_addresses_rewards`,

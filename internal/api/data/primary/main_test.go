@@ -39,7 +39,7 @@ func setup(t *testing.T, backend string) *env {
 	}
 	mux := api.NewMux(log)
 	primary.Register(mux, primary.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log,
-		Node: primary.NewRPCNodeView(node, 0)})
+		Node: primary.NewRPCNodeView(node, 0), AVAXAssetID: te.Chains.Genesis.AvaxAssetID.String()})
 	return &env{Env: te, mux: mux, spec: apitest.Load(t), rec: loadRecording(t), net: devnet.LoadNetwork(t)}
 }
 

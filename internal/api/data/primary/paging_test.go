@@ -34,7 +34,7 @@ func pageIDs(t testing.TB, body []byte) (ids []string, next string) {
 		}
 	}
 	for list, key := range map[string]string{"blocks": "blockHash", "utxos": "utxoId", "transactions": "txHash",
-		"historicalRewards": "utxoId", "validators": "txHash"} {
+		"historicalRewards": "utxoId", "validators": "txHash", "delegators": "txHash"} {
 		raw, ok := p[list]
 		if !ok {
 			continue
@@ -44,7 +44,11 @@ func pageIDs(t testing.TB, body []byte) (ids []string, next string) {
 			t.Fatal(err)
 		}
 		for _, it := range items {
-			ids = append(ids, fmt.Sprint(it[key]))
+			id, ok := it[key]
+			if !ok {
+				id = it["validationId"] // L1 validators
+			}
+			ids = append(ids, fmt.Sprint(id))
 		}
 		return ids, next
 	}
@@ -99,6 +103,15 @@ func TestPaginationProperty(t *testing.T) {
 			"/v1/networks/testnet/rewards?sortOrder=asc&nodeIds=" + e.net.Stakers["alpha"].NodeID,
 			"/v1/networks/testnet/validators/NodeID-PhPSRYpAVkb24819fsf9xQw66dPn13tu8",
 			"/v1/networks/testnet/validators/NodeID-G7oukoeZdnw9yNpwJBgso24HiJntdGXZP?sortOrder=asc",
+			"/v1/networks/testnet/blockchains/p-chain/transactions",
+			"/v1/networks/testnet/blockchains/x-chain/transactions?sortOrder=asc&addresses=" + alice + "," + carol,
+			"/v1/networks/testnet/blockchains/c-chain/transactions",
+			"/v1/networks/testnet/validators",
+			"/v1/networks/testnet/validators?sortBy=timeRemaining&sortOrder=asc",
+			"/v1/networks/testnet/validators?sortBy=delegationFee",
+			"/v1/networks/testnet/validators?sortBy=delegationCapacity&minDelegationCapacity=0",
+			"/v1/networks/testnet/delegators?sortOrder=asc",
+			"/v1/networks/testnet/l1Validators?includeInactiveL1Validators=true",
 		}
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
@@ -164,9 +177,14 @@ func TestPagesWhileIndexing(t *testing.T) {
 			exec(`INSERT INTO utxo_addresses (address, chain_key, spent, created_time, amount, utxo_id) VALUES ($1,'X',$2,$3,$4,$5)`,
 				addr, false, 1000+i/2, fmt.Sprintf("%020d", 5), id)
 		}
+		tx := func(i int64) {
+			exec(`INSERT INTO px_txs (tx_id, chain_key, height, tx_index, block_id, timestamp, tx_type, tx_bytes)
+				VALUES ($1,'X',$2,0,$3,$4,'BaseTx',$5)`, fmt.Sprintf("t%03d", i), i, fmt.Sprintf("b%03d", i), 1000+i/2, []byte{1})
+		}
 		for i := int64(0); i < 20; i++ {
 			block(i)
 			utxo(i)
+			tx(i)
 		}
 		network, err := api.LoadNetwork(ctx, db, "testnet")
 		if err != nil {
@@ -190,6 +208,13 @@ func TestPagesWhileIndexing(t *testing.T) {
 					out = append(out, fmt.Sprintf("b%03d", h))
 				}
 				return out // the first page was taken before the new blocks
+			}},
+			{"/v1/networks/fuji/blockchains/x-chain/transactions", tx, func(int64) []string {
+				var out []string
+				for i := 19; i >= 0; i-- {
+					out = append(out, fmt.Sprintf("t%03d", i))
+				}
+				return out // newest first: the txs that arrive are newer than the first page
 			}},
 			{"/v1/networks/fuji/blockchains/x-chain/utxos?addresses=" + addr, utxo, func(n int64) []string {
 				var out []string
@@ -223,6 +248,7 @@ func TestPagesWhileIndexing(t *testing.T) {
 				t.Errorf("%s:\n got %v\nwant %v", w.target, got, w.want(n))
 			}
 			_, _ = db.ExecContext(ctx, `DELETE FROM px_blocks WHERE height >= 20`)
+			_, _ = db.ExecContext(ctx, `DELETE FROM px_txs WHERE height >= 20`)
 		}
 	})
 }

@@ -37,6 +37,9 @@ type Deps struct {
 	// active validators (uptime, reachability, version); without it those
 	// optional facts are left out of the records.
 	Node NodeView
+	// AVAXAssetID is the network's staking and fee asset (from the
+	// genesis): P-chain txs burn and stake it.
+	AVAXAssetID string
 	// Prices, when set, prices rewards (reward.historicalPrice, from
 	// internal/enrich); without it the field is left out.
 	Prices Prices
@@ -66,6 +69,13 @@ const (
 	routeVertices    = "primary.vertices"
 	routeBlockchains = "primary.blockchains"
 	routeSubnets     = "primary.subnets"
+	// Listings of this package's later routes.
+	routeValidatorList = "primary.validatorList"
+	routeDelegators    = "primary.delegators"
+	routePendingRew    = "primary.pendingRewards"
+	routeL1Validators  = "primary.l1Validators"
+	routeTxs           = "primary.transactions"
+	routeStakingTxs    = "primary.stakingTransactions"
 )
 
 // Register adds the primary-network routes to mux, with the published
@@ -100,6 +110,17 @@ func Register(mux *api.Mux, d Deps) {
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices", medium, h.listVertices(false)},
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices/{vertexHash}", medium, h.getVertexByHash},
 		{"GET /v1/networks/{network}/blockchains/{blockchainId}/vertices:listByHeight", medium, h.listVertices(true)},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions/{txHash}", medium, h.getTx},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions", xl, h.listTxs},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/transactions:listStaking", xl, h.listStakingTxs},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/balances", xl, h.getBalances},
+		{"GET /v1/networks/{network}/blockchains/{blockchainId}/lastActivityTimestampByAddresses", xl, h.lastActivity},
+		{"POST /v1/networks/{network}/blockchains/{blockchainId}/lastActivityTimestampByAddresses", xl, h.lastActivityPost},
+		{"POST /v1/networks/{network}/blockchains/{blockchainId}/utxos", xl, h.listUTXOsPost},
+		{"GET /v1/networks/{network}/validators", medium, h.listValidators},
+		{"GET /v1/networks/{network}/delegators", medium, h.listDelegators},
+		{"GET /v1/networks/{network}/rewards:listPending", xl, h.listPendingRewards},
+		{"GET /v1/networks/{network}/l1Validators", medium, h.listL1Validators},
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}

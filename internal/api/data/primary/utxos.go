@@ -98,6 +98,12 @@ func minAmountParam(p *api.Params) (min uint64, over bool) {
 }
 
 func (h *handlers) listUTXOs(r *http.Request) (any, error) {
+	return h.listUTXOsOf(r, maxPageSize)
+}
+
+// listUTXOsOf answers getUtxosByAddresses (and, with the body's addresses
+// in the query, its POST variant, whose pages go up to 1024).
+func (h *handlers) listUTXOsOf(r *http.Request, maxSize int) (any, error) {
 	q, err := h.begin(r, true)
 	if err != nil {
 		return nil, err
@@ -107,7 +113,7 @@ func (h *handlers) listUTXOs(r *http.Request) (any, error) {
 	if strings.Trim(p.String("addresses"), ", ") == "" {
 		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with P- or X-)", h.d.Network.HRP)
 	}
-	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	size := p.PageSize(defaultPageSize, 1, maxSize)
 	assetID := p.String("assetId")
 	if assetID != "" {
 		if q.chain.Key != "X" {

@@ -211,36 +211,58 @@ func (h *handlers) listValidatorDetails(r *http.Request) (any, error) {
 	if len(stakers) == 0 && !has && status == "" {
 		return nil, api.NotFound("nodeId: %s has no validation on network %s", nodeID, q.network)
 	}
+	if out.Validators, err = h.validatorRecords(r, stakers, tipTime); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validatorRecords renders validator rows as the record of their status at
+// the tip (one of the four ValidationStatusType schemas).
+func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTime int64) ([]any, error) {
+	ctx := r.Context()
+	out := []any{}
 	var observed map[string]Observed
+	totals := map[string]*big.Int{} // subnet stake, read once per request
 	for _, s := range stakers {
 		switch statusOf(s, tipTime) {
 		case "removed":
-			out.Validators = append(out.Validators, RemovedValidator{validatorBase: base(s), RemoveTxHash: s.RemovalTx,
+			out = append(out, RemovedValidator{validatorBase: base(s), RemoveTxHash: s.RemovalTx,
 				RemoveTimestamp: s.RemovedTime, ValidationStatus: "removed"})
 		case "pending":
-			out.Validators = append(out.Validators, PendingValidator{validatorBase: base(s), ValidationStatus: "pending"})
+			out = append(out, PendingValidator{validatorBase: base(s), ValidationStatus: "pending"})
 		case "completed":
 			v, err := h.completed(ctx, s)
 			if err != nil {
 				return nil, err
 			}
-			out.Validators = append(out.Validators, v)
+			out = append(out, v)
 		default:
-			if observed == nil && h.d.Node != nil {
-				if observed, err = h.d.Node.Validators(ctx); err != nil {
-					// An observation, not chain state: answer without it.
-					h.d.Log.Warn("node view of validators unavailable", "request_id", api.RequestID(r), "err", err)
-					observed = map[string]Observed{}
-				}
+			if observed == nil {
+				observed = h.observed(r)
 			}
-			v, err := h.active(ctx, s, tipTime, observed)
+			v, err := h.active(ctx, s, tipTime, observed, totals)
 			if err != nil {
 				return nil, err
 			}
-			out.Validators = append(out.Validators, v)
+			out = append(out, v)
 		}
 	}
 	return out, nil
+}
+
+// observed is our node's view of the current validators (empty without
+// a node or when it does not answer: an observation, not chain state).
+func (h *handlers) observed(r *http.Request) map[string]Observed {
+	if h.d.Node == nil {
+		return map[string]Observed{}
+	}
+	m, err := h.d.Node.Validators(r.Context())
+	if err != nil {
+		h.d.Log.Warn("node view of validators unavailable", "request_id", api.RequestID(r), "err", err)
+		return map[string]Observed{}
+	}
+	return m
 }
 
 const stakerColumns = `tx_id, kind, subnet_id, node_id, weight, stake_amount, start_time, end_time, delegation_shares,
@@ -369,7 +391,7 @@ func (h *handlers) completed(ctx context.Context, s *stakerRow) (CompletedValida
 	return v, nil
 }
 
-func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, observed map[string]Observed) (ActiveValidator, error) {
+func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, observed map[string]Observed, totals map[string]*big.Int) (ActiveValidator, error) {
 	v := ActiveValidator{validatorBase: base(s), ValidationStatus: "active",
 		PotentialRewards: Rewards{ValidationRewardAmount: s.Potential, DelegationRewardAmount: "0"}}
 	weight := decimal(s.Weight)
@@ -385,9 +407,13 @@ func (h *handlers) active(ctx context.Context, s *stakerRow, tipTime int64, obse
 			return v, err
 		}
 	}
-	total, err := h.totalStake(ctx, s.SubnetID)
-	if err != nil {
-		return v, err
+	total := totals[s.SubnetID]
+	if total == nil {
+		var err error
+		if total, err = h.totalStake(ctx, s.SubnetID); err != nil {
+			return v, err
+		}
+		totals[s.SubnetID] = total
 	}
 	if total.Sign() > 0 {
 		f, _ := new(big.Rat).SetFrac(new(big.Int).Mul(weight, big.NewInt(100)), total).Float64()

@@ -1,0 +1,312 @@
+package primary
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+)
+
+// DelegationStatuses is the DelegationStatusType enumeration.
+var DelegationStatuses = []string{"completed", "active", "pending"}
+
+// Delegator is Completed/Active/PendingDelegatorDetails: the reward fields
+// are grossReward/netReward once completed, estimated* before.
+type Delegator struct {
+	TxHash               string   `json:"txHash"`
+	NodeID               string   `json:"nodeId"`
+	RewardAddresses      []string `json:"rewardAddresses"`
+	AmountDelegated      string   `json:"amountDelegated"`
+	DelegationFee        string   `json:"delegationFee"`
+	StartTimestamp       int64    `json:"startTimestamp"`
+	EndTimestamp         int64    `json:"endTimestamp"`
+	GrossReward          string   `json:"grossReward,omitempty"`
+	NetReward            string   `json:"netReward,omitempty"`
+	EstimatedGrossReward string   `json:"estimatedGrossReward,omitempty"`
+	EstimatedNetReward   string   `json:"estimatedNetReward,omitempty"`
+	DelegationStatus     string   `json:"delegationStatus"`
+}
+
+// ListDelegatorsResponse is ListDelegatorDetailsResponse.
+type ListDelegatorsResponse struct {
+	NextPageToken string      `json:"nextPageToken,omitempty"`
+	Delegators    []Delegator `json:"delegators"`
+}
+
+// PendingReward is the OpenAPI PendingReward: the reward a current (or
+// pending) primary-network staker gets if it is rewarded at its end: the
+// potentialReward the node reports.
+type PendingReward struct {
+	Addresses       []string    `json:"addresses"`
+	TxHash          string      `json:"txHash"`
+	AmountStaked    string      `json:"amountStaked"`
+	NodeID          string      `json:"nodeId"`
+	StartTimestamp  int64       `json:"startTimestamp"`
+	EndTimestamp    int64       `json:"endTimestamp"`
+	RewardType      string      `json:"rewardType"`
+	Progress        float64     `json:"progress"`
+	EstimatedReward AssetAmount `json:"estimatedReward"`
+}
+
+// ListPendingRewardsResponse is ListPendingRewardsResponse.
+type ListPendingRewardsResponse struct {
+	NextPageToken  string          `json:"nextPageToken,omitempty"`
+	PendingRewards []PendingReward `json:"pendingRewards"`
+}
+
+// delegatorRow is a delegator of p_stakers with its validator's fee.
+type delegatorRow struct {
+	TxID, NodeID, Owner, Asset string
+	Amount, Potential, Reward  string
+	Start, End, RemovedHeight  int64
+	Removal                    string
+	Kind                       string
+	Shares                     int64
+}
+
+// ownerMatch is the condition "the owner JSON in column names one of
+// addrs" (addresses are stored quoted, without chain prefix).
+func ownerMatch(column string, addrs []string, arg func(any) string) string {
+	var ors []string
+	for _, a := range addrs {
+		ors = append(ors, column+` LIKE `+arg(`%"`+a+`"%`))
+	}
+	return `(` + strings.Join(ors, ` OR `) + `)`
+}
+
+// stakerPage is one keyset page of stakers by (start time, tx id).
+type stakerPage struct {
+	where []string
+	args  []any
+}
+
+func (sp *stakerPage) arg(v any) string {
+	sp.args = append(sp.args, v)
+	return fmt.Sprintf("$%d", len(sp.args))
+}
+
+// after adds the keyset condition and returns ORDER BY and LIMIT.
+func (sp *stakerPage) after(has bool, cur validatorCursor, desc bool, limit int) string {
+	cmp, dir := ">", "ASC"
+	if desc {
+		cmp, dir = "<", "DESC"
+	}
+	if has {
+		sp.where = append(sp.where, fmt.Sprintf(`(s.start_time, s.tx_id) %s (%s, %s)`, cmp, sp.arg(cur.T), sp.arg(cur.ID)))
+	}
+	return ` ORDER BY s.start_time ` + dir + `, s.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(limit)
+}
+
+func (h *handlers) delegatorRows(ctx context.Context, sp *stakerPage, tail string) ([]*delegatorRow, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT s.tx_id, s.node_id, s.kind, s.reward_owner, s.validation_reward_owner,
+		s.stake_asset, s.stake_amount, s.potential_reward, s.reward_amount, s.start_time, s.end_time, s.removed_height,
+		s.removal, COALESCE(v.delegation_shares, 0)
+		FROM p_stakers s LEFT JOIN p_stakers v ON v.tx_id = s.validator_tx_id
+		WHERE `+strings.Join(sp.where, ` AND `)+tail, sp.args...)
+	if err != nil {
+		return nil, fmt.Errorf("list stakers: %w", err)
+	}
+	defer rows.Close()
+	var out []*delegatorRow
+	for rows.Next() {
+		var d delegatorRow
+		var valOwner string
+		if err := rows.Scan(&d.TxID, &d.NodeID, &d.Kind, &d.Owner, &valOwner, &d.Asset, &d.Amount, &d.Potential,
+			&d.Reward, &d.Start, &d.End, &d.RemovedHeight, &d.Removal, &d.Shares); err != nil {
+			return nil, fmt.Errorf("list stakers: %w", err)
+		}
+		if d.Kind == "VALIDATOR" {
+			d.Owner = valOwner
+		}
+		d.Amount, d.Potential, d.Reward = unpad(d.Amount), unpad(d.Potential), unpad(d.Reward)
+		out = append(out, &d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list stakers: %w", err)
+	}
+	return out, nil
+}
+
+// feeText is a delegation fee in the node's format (shares are millionths:
+// a percentage with four decimals).
+func feeText(shares int64) string { return fmt.Sprintf("%d.%04d", shares/10000, shares%10000) }
+
+func (h *handlers) listDelegators(r *http.Request) (any, error) {
+	q, err := h.begin(r, false)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	addrs := h.addressesParam(p, "rewardAddresses")
+	nodes := nodeIDsParam(p, "nodeIds")
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	status := p.Enum("delegationStatus", "", DelegationStatuses...)
+	desc := sortOrder(p, "desc") == "desc"
+	var cur validatorCursor
+	has, err := h.decodeCursor(q, routeDelegators, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return nil, err
+	}
+	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
+	}
+	sp := &stakerPage{where: []string{`s.kind = 'DELEGATOR'`}}
+	if len(addrs) > 0 {
+		sp.where = append(sp.where, ownerMatch("s.reward_owner", addrs, sp.arg))
+	}
+	if len(nodes) > 0 {
+		var ph []string
+		for _, n := range nodes {
+			ph = append(ph, sp.arg(n))
+		}
+		sp.where = append(sp.where, `s.node_id IN (`+strings.Join(ph, ",")+`)`)
+	}
+	switch status {
+	case "completed":
+		sp.where = append(sp.where, `s.removed_height >= 0`)
+	case "pending":
+		sp.where = append(sp.where, `s.removed_height < 0 AND s.start_time > `+sp.arg(tipTime))
+	case "active":
+		sp.where = append(sp.where, `s.removed_height < 0 AND s.start_time <= `+sp.arg(tipTime))
+	}
+	tail := sp.after(has, cur, desc, size+1)
+	rows, err := h.delegatorRows(ctx, sp, tail)
+	if err != nil {
+		return nil, err
+	}
+	out := ListDelegatorsResponse{Delegators: []Delegator{}}
+	if len(rows) > size {
+		rows = rows[:size]
+		last := rows[size-1]
+		out.NextPageToken = h.encodeCursor(q, routeDelegators, validatorCursor{T: last.Start, ID: last.TxID})
+	}
+	for _, d := range rows {
+		x := Delegator{TxHash: d.TxID, NodeID: d.NodeID, AmountDelegated: d.Amount, DelegationFee: feeText(d.Shares),
+			StartTimestamp: d.Start, EndTimestamp: d.End}
+		if x.RewardAddresses, err = ownerAddresses(d.Owner); err != nil {
+			return nil, err
+		}
+		if x.RewardAddresses == nil {
+			x.RewardAddresses = []string{}
+		}
+		gross := decimal(d.Potential)
+		net := new(big.Int).Sub(gross, delegateeShare(gross, d.Shares))
+		switch {
+		case d.RemovedHeight >= 0:
+			x.DelegationStatus = "completed"
+			// Paid only when its RewardValidatorTx committed: the
+			// delegator got its part, the validator the rest.
+			x.GrossReward, x.NetReward = "0", "0"
+			if d.Removal == "REWARDED" {
+				x.GrossReward, x.NetReward = gross.String(), d.Reward
+			}
+		case d.Start > tipTime:
+			x.DelegationStatus = "pending"
+			x.EstimatedGrossReward, x.EstimatedNetReward = gross.String(), net.String()
+		default:
+			x.DelegationStatus = "active"
+			x.EstimatedGrossReward, x.EstimatedNetReward = gross.String(), net.String()
+		}
+		out.Delegators = append(out.Delegators, x)
+	}
+	return out, nil
+}
+
+func (h *handlers) listPendingRewards(r *http.Request) (any, error) {
+	q, err := h.begin(r, false)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	addrs := h.addressesParam(p, "addresses")
+	nodes := nodeIDsParam(p, "nodeIds")
+	if strings.Trim(p.String("addresses"), ", ") == "" && strings.Trim(p.String("nodeIds"), ", ") == "" {
+		p.Fail("at least one of addresses or nodeIds is required")
+	}
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	desc := sortOrder(p, "desc") == "desc"
+	var cur validatorCursor
+	has, err := h.decodeCursor(q, routePendingRew, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return nil, err
+	}
+	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
+	}
+	// Primary-network stakers not yet rewarded (permissioned subnet
+	// validators earn nothing).
+	sp := &stakerPage{where: []string{`s.kind IN ('VALIDATOR', 'DELEGATOR') AND s.removed_height < 0`}}
+	if len(addrs) > 0 {
+		a := ownerMatch("s.validation_reward_owner", addrs, sp.arg)
+		b := ownerMatch("s.reward_owner", addrs, sp.arg)
+		sp.where = append(sp.where, `(`+a+` OR `+b+`)`)
+	}
+	if len(nodes) > 0 {
+		var ph []string
+		for _, n := range nodes {
+			ph = append(ph, sp.arg(n))
+		}
+		sp.where = append(sp.where, `s.node_id IN (`+strings.Join(ph, ",")+`)`)
+	}
+	tail := sp.after(has, cur, desc, size+1)
+	rows, err := h.delegatorRows(ctx, sp, tail)
+	if err != nil {
+		return nil, err
+	}
+	out := ListPendingRewardsResponse{PendingRewards: []PendingReward{}}
+	if len(rows) > size {
+		rows = rows[:size]
+		last := rows[size-1]
+		out.NextPageToken = h.encodeCursor(q, routePendingRew, validatorCursor{T: last.Start, ID: last.TxID})
+	}
+	as := newAssets(h.d.DB)
+	var assetIDs []string
+	for _, d := range rows {
+		assetIDs = append(assetIDs, d.Asset)
+	}
+	if err := as.load(ctx, assetIDs...); err != nil {
+		return nil, err
+	}
+	for _, d := range rows {
+		x := PendingReward{TxHash: d.TxID, NodeID: d.NodeID, AmountStaked: d.Amount, StartTimestamp: d.Start,
+			EndTimestamp: d.End, RewardType: d.Kind, EstimatedReward: as.amount(d.Asset, d.Potential)}
+		if x.Addresses, err = ownerAddresses(d.Owner); err != nil {
+			return nil, err
+		}
+		if x.Addresses == nil {
+			x.Addresses = []string{}
+		}
+		// Progress: the part of the staking period elapsed at the tip, in percent.
+		if d.End > d.Start && tipTime > d.Start {
+			x.Progress = float64(min(tipTime, d.End)-d.Start) * 100 / float64(d.End-d.Start)
+		}
+		out.PendingRewards = append(out.PendingRewards, x)
+	}
+	return out, nil
+}

@@ -1,0 +1,385 @@
+package primary
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/big"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	avagenesis "github.com/ava-labs/avalanchego/genesis"
+	"github.com/ava-labs/avalanchego/utils/constants"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+)
+
+// SortByOptions is the SortByOption enumeration of listValidators.
+var SortByOptions = []string{"blockIndex", "delegationCapacity", "timeRemaining", "delegationFee", "uptimePerformance"}
+
+// maxValidatorWeightFactor is avalanchego's default
+// --stake-max-validator-weight-factor: a validator's weight (own stake plus
+// delegations) is at most 5 times its own stake.
+const maxValidatorWeightFactor = 5
+
+// maxDelegationCapacity is the document's bound of min/maxDelegationCapacity
+// (720,000,000 AVAX in nAVAX, the supply cap).
+const maxDelegationCapacity = 720_000_000_000_000_000
+
+// nodeIDPartRE is what a nodeIds item may be: a node id or a substring of
+// one (the document: "Supports substring matching").
+var nodeIDPartRE = regexp.MustCompile(`^(NodeID-)?[1-9A-HJ-NP-Za-km-z]{1,40}$|^NodeID-?$`)
+
+// sortCursor is the last record of a page under a sort key: K is the key's
+// value (a decimal for numbers, so big and float keys round-trip), ID the
+// tx id breaking ties.
+type sortCursor struct {
+	K  string `json:"k"`
+	ID string `json:"id"`
+}
+
+// validatorQuery is listValidators' filters after parsing.
+type validatorQuery struct {
+	nodeParts          []string
+	subnet             string
+	status             string
+	minCap, maxCap     *big.Int
+	minLeft, maxLeft   *float64
+	minFee, maxFee     *float64
+	minUp, maxUp       *float64
+	sortBy             string
+	desc               bool
+	tipTime            int64
+	maxStake           *big.Int            // network's maximum validator stake
+	delegated          map[string]*big.Int // current delegations by validator tx
+	primarySubnet      string
+	needCapacity, byUp bool
+}
+
+// optFloat reads a number parameter within [min, max] (nil when absent).
+func optFloat(p *api.Params, name string, min, max float64) *float64 {
+	s := p.String(name)
+	if s == "" {
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < min || v > max {
+		p.Fail("%s must be a number between %g and %g, got %q", name, min, max, short(s))
+		return nil
+	}
+	return &v
+}
+
+// optCapacity reads a delegation capacity (nAVAX, 0 to 720,000,000 AVAX).
+func optCapacity(p *api.Params, name string) *big.Int {
+	s := p.String(name)
+	if s == "" {
+		return nil
+	}
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok || v.Sign() < 0 || v.Cmp(big.NewInt(maxDelegationCapacity)) > 0 {
+		p.Fail("%s must be an integer (nAVAX) between 0 and 720000000000000000, got %q", name, short(s))
+		return nil
+	}
+	return v
+}
+
+func (h *handlers) listValidators(r *http.Request) (any, error) {
+	q, err := h.begin(r, false)
+	if err != nil {
+		return nil, err
+	}
+	p := q.p
+	vq := validatorQuery{primarySubnet: constants.PrimaryNetworkID.String()}
+	for _, s := range p.List("nodeIds") {
+		if !nodeIDPartRE.MatchString(s) {
+			p.Fail("nodeIds: %q is not a node id or part of one (NodeID- and base58 characters)", short(s))
+			continue
+		}
+		vq.nodeParts = append(vq.nodeParts, s)
+	}
+	if s := p.String("subnetId"); s != "" {
+		if _, err := api.ParseCB58ID(s); err != nil {
+			p.Fail("subnetId: %v", err)
+		}
+		vq.subnet = s
+	}
+	size := p.PageSize(defaultPageSize, 1, maxPageSize)
+	vq.status = p.Enum("validationStatus", "", ValidationStatuses...)
+	vq.sortBy = p.Enum("sortBy", "blockIndex", SortByOptions...)
+	vq.desc = sortOrder(p, "desc") == "desc"
+	vq.minCap, vq.maxCap = optCapacity(p, "minDelegationCapacity"), optCapacity(p, "maxDelegationCapacity")
+	vq.minLeft, vq.maxLeft = optFloat(p, "minTimeRemaining", 0, math.MaxInt32), optFloat(p, "maxTimeRemaining", 0, math.MaxInt32)
+	vq.minFee, vq.maxFee = optFloat(p, "minFeePercentage", 2, 100), optFloat(p, "maxFeePercentage", 2, 100)
+	vq.minUp, vq.maxUp = optFloat(p, "minUptimePerformance", 0, 100), optFloat(p, "maxUptimePerformance", 0, 100)
+	var cur sortCursor
+	has, err := h.decodeCursor(q, routeValidatorList, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return nil, err
+	}
+	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
+	}
+	vq.tipTime = tipTime
+	vq.maxStake = new(big.Int).SetUint64(avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake)
+	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
+	vq.byUp = vq.minUp != nil || vq.maxUp != nil || vq.sortBy == "uptimePerformance"
+
+	if !vq.needCapacity && !vq.byUp {
+		// Every key is a column: the page is cut by the database.
+		return h.validatorPage(r, q, &vq, size, has, cur)
+	}
+	if vq.needCapacity {
+		if vq.delegated, err = h.currentDelegations(ctx, tipTime); err != nil {
+			return nil, err
+		}
+	}
+	where, args := vq.sql()
+	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	// The candidates are validation records (thousands on mainnet, not
+	// millions): keys that need the delegations or our node's view are
+	// computed for each, then the page is cut by keyset in memory.
+	var observed map[string]Observed
+	if vq.byUp {
+		observed = h.observed(r)
+	}
+	type keyed struct {
+		s *stakerRow
+		k *big.Rat
+	}
+	var all []keyed
+	for _, s := range rows {
+		var capacity *big.Int
+		if vq.needCapacity {
+			capacity = vq.capacity(s)
+			if capacity == nil || (vq.minCap != nil && capacity.Cmp(vq.minCap) < 0) || (vq.maxCap != nil && capacity.Cmp(vq.maxCap) > 0) {
+				continue
+			}
+		}
+		var up *float64
+		if vq.byUp {
+			// Only an active validator our node measures has an uptime.
+			if o, ok := observed[s.NodeID]; ok && statusOf(s, tipTime) == "active" {
+				up = o.Uptime
+			}
+			if (vq.minUp != nil || vq.maxUp != nil) && (up == nil || (vq.minUp != nil && *up < *vq.minUp) || (vq.maxUp != nil && *up > *vq.maxUp)) {
+				continue
+			}
+		}
+		k := new(big.Rat)
+		switch vq.sortBy {
+		case "blockIndex":
+			k.SetInt64(s.Start)
+		case "timeRemaining":
+			k.SetInt64(s.End) // the order of end - tip, fixed while the tip moves
+		case "delegationFee":
+			k.SetInt64(s.Shares)
+		case "delegationCapacity":
+			k.SetInt(capacity)
+		case "uptimePerformance":
+			if up != nil {
+				k.SetFloat64(*up)
+			} else {
+				k.SetInt64(-1) // unmeasured: below every uptime
+			}
+		}
+		all = append(all, keyed{s, k})
+	}
+	less := func(a, b keyed) bool {
+		if c := a.k.Cmp(b.k); c != 0 {
+			return c < 0
+		}
+		return a.s.TxID < b.s.TxID
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if vq.desc {
+			return less(all[j], all[i])
+		}
+		return less(all[i], all[j])
+	})
+	if has {
+		ck, ok := new(big.Rat).SetString(cur.K)
+		if !ok {
+			return nil, api.BadRequest("pageToken: malformed cursor")
+		}
+		c := keyed{&stakerRow{TxID: cur.ID}, ck}
+		i := sort.Search(len(all), func(i int) bool {
+			if vq.desc {
+				return less(all[i], c)
+			}
+			return less(c, all[i])
+		})
+		all = all[i:]
+	}
+	out := ListValidatorsResponse{Validators: []any{}}
+	if len(all) > size {
+		all = all[:size]
+		last := all[size-1]
+		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: last.k.RatString(), ID: last.s.TxID})
+	}
+	page := make([]*stakerRow, len(all))
+	for i, k := range all {
+		page[i] = k.s
+	}
+	if out.Validators, err = h.validatorRecords(r, page, tipTime); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sql is the condition on p_stakers of the filters SQL can apply.
+func (vq *validatorQuery) sql() (string, []any) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	where := []string{`kind <> 'DELEGATOR'`}
+	if len(vq.nodeParts) > 0 {
+		var ors []string
+		for _, n := range vq.nodeParts {
+			ors = append(ors, `node_id LIKE `+arg("%"+n+"%"))
+		}
+		where = append(where, `(`+strings.Join(ors, ` OR `)+`)`)
+	}
+	if vq.subnet != "" {
+		where = append(where, `subnet_id = `+arg(vq.subnet))
+	}
+	switch vq.status {
+	case "pending", "active":
+		arg(vq.tipTime)
+		where = append(where, statusSQL(vq.status, len(args)))
+	case "completed", "removed":
+		where = append(where, statusSQL(vq.status, 0))
+	}
+	if vq.minFee != nil || vq.maxFee != nil {
+		// Subnet validations take no delegations and have no fee: they
+		// never match a fee filter (the document's rule).
+		where = append(where, `kind = 'VALIDATOR'`)
+		if vq.minFee != nil {
+			where = append(where, `delegation_shares >= `+arg(int64(math.Ceil(*vq.minFee*10000))))
+		}
+		if vq.maxFee != nil {
+			where = append(where, `delegation_shares <= `+arg(int64(math.Floor(*vq.maxFee*10000))))
+		}
+	}
+	if vq.needCapacity {
+		// Only current and pending primary-network validators take
+		// delegations: they are what capacity filters and sorts list.
+		where = append(where, `kind = 'VALIDATOR' AND removed_height < 0 AND subnet_id = `+arg(vq.primarySubnet))
+	}
+	if vq.minLeft != nil || vq.maxLeft != nil {
+		// Time remains only for a validation not yet ended.
+		where = append(where, `removed_height < 0`)
+		if vq.minLeft != nil {
+			where = append(where, `end_time >= `+arg(vq.tipTime+int64(math.Ceil(*vq.minLeft))))
+		}
+		if vq.maxLeft != nil {
+			where = append(where, `end_time <= `+arg(vq.tipTime+int64(math.Floor(*vq.maxLeft))))
+		}
+	}
+	return strings.Join(where, ` AND `), args
+}
+
+// sortColumn is the p_stakers column of a sort key SQL can order by.
+var sortColumn = map[string]string{"blockIndex": "start_time", "timeRemaining": "end_time", "delegationFee": "delegation_shares"}
+
+// validatorPage is listValidators when every filter and the sort key are
+// columns: one keyset query of the page.
+func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery, size int, has bool, cur sortCursor) (any, error) {
+	where, args := vq.sql()
+	col := sortColumn[vq.sortBy]
+	cmp, dir := ">", "ASC"
+	if vq.desc {
+		cmp, dir = "<", "DESC"
+	}
+	if has {
+		k, err := strconv.ParseInt(cur.K, 10, 64)
+		if err != nil {
+			return nil, api.BadRequest("pageToken: malformed cursor")
+		}
+		// timeRemaining's key is end_time - tip (the tip moves between
+		// pages; the end time does not).
+		args = append(args, k, cur.ID)
+		where += fmt.Sprintf(` AND (%s, tx_id) %s ($%d, $%d)`, col, cmp, len(args)-1, len(args))
+	}
+	stakers, err := h.stakers(r.Context(), `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where+
+		` ORDER BY `+col+` `+dir+`, tx_id `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+	if err != nil {
+		return nil, err
+	}
+	out := ListValidatorsResponse{Validators: []any{}}
+	if len(stakers) > size {
+		stakers = stakers[:size]
+		last := stakers[size-1]
+		k := map[string]int64{"start_time": last.Start, "end_time": last.End, "delegation_shares": last.Shares}[col]
+		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: strconv.FormatInt(k, 10), ID: last.TxID})
+	}
+	if out.Validators, err = h.validatorRecords(r, stakers, vq.tipTime); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// currentDelegations sums the stake of the delegators current at tipTime
+// by the validator tx they delegate to (one query for every validator).
+func (h *handlers) currentDelegations(ctx context.Context, tipTime int64) (map[string]*big.Int, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT validator_tx_id, stake_amount FROM p_stakers
+		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1`, tipTime)
+	if err != nil {
+		return nil, fmt.Errorf("current delegations: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*big.Int{}
+	for rows.Next() {
+		var v, a string
+		if err := rows.Scan(&v, &a); err != nil {
+			return nil, fmt.Errorf("current delegations: %w", err)
+		}
+		if out[v] == nil {
+			out[v] = new(big.Int)
+		}
+		out[v].Add(out[v], decimal(unpad(a)))
+	}
+	return out, rows.Err()
+}
+
+// capacity is how much more stake a current or pending primary-network
+// validator accepts from delegators at the tip: min(max stake, 5 x own
+// stake) - (own stake + current delegations), as avalanchego bounds a new
+// delegation. Other records take no delegations (nil).
+func (vq *validatorQuery) capacity(s *stakerRow) *big.Int {
+	if s.Kind != "VALIDATOR" || s.SubnetID != vq.primarySubnet || s.RemovedHeight >= 0 {
+		return nil
+	}
+	own := decimal(s.Weight)
+	limit := new(big.Int).Mul(own, big.NewInt(maxValidatorWeightFactor))
+	if vq.maxStake.Sign() > 0 && limit.Cmp(vq.maxStake) > 0 {
+		limit.Set(vq.maxStake)
+	}
+	c := limit.Sub(limit, own)
+	if d := vq.delegated[s.TxID]; d != nil {
+		c.Sub(c, d)
+	}
+	if c.Sign() < 0 {
+		c.SetInt64(0)
+	}
+	return c
+}
