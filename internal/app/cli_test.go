@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -78,5 +80,44 @@ func TestMigrateStatus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cancelOn cancels a context when a log line contains text.
+type cancelOn struct {
+	text   string
+	cancel func()
+}
+
+func (c cancelOn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), c.text) {
+		c.cancel()
+	}
+	return len(p), nil
+}
+
+// A reindex interrupted after it cleared the derived tables fails (a
+// non-zero exit), saying the tables are incomplete.
+func TestReindexInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes a recording")
+	}
+	dir := devnet.Dir(t)
+	node := newSwitchableNode(t, dir)
+	node.up()
+	dsn := storetest.DSNFor(t, "sqlite")
+	genesis := filepath.Join(dir, "genesis.json")
+	if err := Run(context.Background(), "index", []string{"--node", node.url(), "--genesis", genesis, "--db", dsn, "--until-tip"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := Run(ctx, "reindex", []string{"--genesis", genesis, "--db", dsn}, io.Discard, cancelOn{"reindex: cleared derived tables", cancel})
+	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "reindex interrupted") {
+		t.Fatalf("interrupted reindex: %v", err)
+	}
+	// Run again, it completes.
+	if err := Run(context.Background(), "reindex", []string{"--genesis", genesis, "--db", dsn}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
 	}
 }
