@@ -24,6 +24,7 @@ import (
 	apimetrics "github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/api/platform"
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
+	webhooksapi "github.com/permafrost-dev/permafrost/internal/api/webhooks"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/enrich"
@@ -32,6 +33,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
+	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 // start opens (and migrates) the store, takes its writer lock for cmd and
@@ -364,6 +366,10 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	}
 	closers = append(closers, func() { stopExports(); _ = exp.Close() })
 	exportapi.Register(mux, exportapi.Deps{Service: exp, Network: network, Log: log})
+
+	// Webhooks (issue #20): registrations; see internal/webhooks.
+	webhooksapi.Register(mux, webhooksapi.Deps{Registry: webhooks.NewRegistry(db, nil), Network: network, Pager: pager, Log: log,
+		Policy: webhooks.URLPolicy{AllowLoopback: cfg.WebhookAllowLoopback, AllowPrivate: cfg.WebhookAllowPrivate}})
 
 	upstream := cfg.Upstream
 	if upstream == "" {
