@@ -59,6 +59,12 @@ var ErrNotFound = errors.New("webhook not found")
 // them.
 type Webhook struct {
 	ID, Owner, EventType, URL, ChainID, Network, Name, Description, Status string
+	// ChainKey is the indexed chain whose blocks raise the webhook's events
+	// (P for validator activity); StartHeight its indexed height when the
+	// webhook was created: events come from later blocks only, so neither
+	// catching up nor a reindex sends a webhook the history before it.
+	ChainKey    string
+	StartHeight int64
 	// Metadata is the type's metadata without its keys (JSON of
 	// EVMMetadata, PrimaryMetadata or ValidatorMetadata).
 	Metadata           json.RawMessage

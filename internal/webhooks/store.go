@@ -30,13 +30,13 @@ func NewRegistry(db *store.DB, now func() time.Time) *Registry {
 }
 
 const columns = `id, owner, event_type, url, chain_id, network, name, description, status, metadata,
-	include_internal_txs, include_logs, created_at, updated_at, failures, inactive_reason`
+	include_internal_txs, include_logs, created_at, updated_at, failures, inactive_reason, chain_key, start_height`
 
 func scan(s interface{ Scan(...any) error }) (*Webhook, error) {
 	var w Webhook
 	var md string
 	if err := s.Scan(&w.ID, &w.Owner, &w.EventType, &w.URL, &w.ChainID, &w.Network, &w.Name, &w.Description,
-		&w.Status, &md, &w.IncludeInternalTxs, &w.IncludeLogs, &w.CreatedAt, &w.UpdatedAt, &w.Failures, &w.InactiveReason); err != nil {
+		&w.Status, &md, &w.IncludeInternalTxs, &w.IncludeLogs, &w.CreatedAt, &w.UpdatedAt, &w.Failures, &w.InactiveReason, &w.ChainKey, &w.StartHeight); err != nil {
 		return nil, err
 	}
 	w.Metadata = []byte(md)
@@ -60,9 +60,21 @@ func (r *Registry) Create(ctx context.Context, owner string, w *Webhook) error {
 	if n >= MaxWebhooksPerOwner {
 		return api.BadRequest(fmt.Sprintf("this API key has %d webhooks, the most one key may create", MaxWebhooksPerOwner))
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO webhooks (`+columns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)`,
+	// Events start after the block the chain is indexed to now (-1: none
+	// yet). The checkpoint row is locked (PostgreSQL; SQLite's writer is
+	// already exclusive) so no block commits between this read and the
+	// webhook's commit: the next block's emitter sees the webhook.
+	w.StartHeight = -1
+	q := `SELECT height FROM checkpoints WHERE chain_key = $1`
+	if tx.Dialect() == store.Postgres {
+		q += ` FOR UPDATE`
+	}
+	if err := tx.QueryRow(ctx, q, w.ChainKey).Scan(&w.StartHeight); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("webhooks: read checkpoint of %s: %w", w.ChainKey, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhooks (`+columns+`) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)`,
 		w.ID, w.Owner, w.EventType, w.URL, w.ChainID, w.Network, w.Name, w.Description, w.Status, string(w.Metadata),
-		w.IncludeInternalTxs, w.IncludeLogs, w.CreatedAt, w.UpdatedAt, 0, ""); err != nil {
+		w.IncludeInternalTxs, w.IncludeLogs, w.CreatedAt, w.UpdatedAt, 0, "", w.ChainKey, w.StartHeight); err != nil {
 		return fmt.Errorf("webhooks: create: %w", err)
 	}
 	if err := insertKeys(ctx, tx, w.ID, w.Keys); err != nil {

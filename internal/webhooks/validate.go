@@ -160,7 +160,7 @@ func (req *CreateRequest) Validate(n *api.Network, p URLPolicy) (*Webhook, error
 		} else if c, err := n.EVMChain(*req.ChainID); err != nil {
 			fail("chainId %s is not an EVM chain indexed by this server", quote(*req.ChainID))
 		} else {
-			w.ChainID = c.EVMChainID
+			w.ChainID, w.ChainKey = c.EVMChainID, c.Key
 		}
 		w.IncludeInternalTxs, w.IncludeLogs = deref(req.IncludeInternalTxs), deref(req.IncludeLogs)
 		if len(errs) == 0 {
@@ -184,7 +184,7 @@ func (req *CreateRequest) Validate(n *api.Network, p URLPolicy) (*Webhook, error
 		} else if c, err := n.Blockchain(*req.ChainID); err != nil {
 			fail("chainId %s is not a primary-network chain of this network (P, X or C blockchain id)", quote(*req.ChainID))
 		} else {
-			w.ChainID = c.BlockchainID
+			w.ChainID, w.ChainKey = c.BlockchainID, c.Key
 		}
 		if len(errs) == 0 {
 			var m PrimaryMetadata
@@ -224,6 +224,7 @@ func (req *CreateRequest) Validate(n *api.Network, p URLPolicy) (*Webhook, error
 			fail("chainId is not a field of validator_activity webhooks")
 		}
 		checkNetwork(fail, n, req.Network, w)
+		w.ChainKey = "P"
 		if len(errs) == 0 {
 			var m ValidatorMetadata
 			if err := decodeMetadata(req.Metadata, &m); err != nil {

@@ -8,6 +8,8 @@ CREATE TABLE IF NOT EXISTS webhooks (
     event_type           TEXT NOT NULL,               -- address_activity, primary_network_address_activity, validator_activity
     url                  TEXT NOT NULL,
     chain_id             TEXT NOT NULL DEFAULT '',    -- EVM chain id, or the primary-network blockchain id
+    chain_key            TEXT NOT NULL DEFAULT '',    -- the indexed chain whose blocks raise its events (P for validators)
+    start_height         BIGINT NOT NULL DEFAULT -1,  -- that chain's indexed height at creation: events start after it
     network              TEXT NOT NULL DEFAULT '',    -- mainnet or fuji (primary network and validator webhooks)
     name                 TEXT NOT NULL DEFAULT '',
     description          TEXT NOT NULL DEFAULT '',
@@ -21,6 +23,7 @@ CREATE TABLE IF NOT EXISTS webhooks (
     inactive_reason      TEXT NOT NULL DEFAULT ''     -- why it was deactivated (operators' eyes; '' when active)
 );
 CREATE INDEX IF NOT EXISTS webhooks_owner ON webhooks (owner, created_at, id);
+CREATE INDEX IF NOT EXISTS webhooks_chain ON webhooks (chain_key, event_type, status);
 
 -- What a webhook watches: EVM addresses (lower-case hex), primary-network
 -- addresses (bech32 without the chain prefix), node ids or subnet ids. The

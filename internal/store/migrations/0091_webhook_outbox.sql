@@ -1,0 +1,26 @@
+-- Webhook events (internal/webhooks): written by the emitter in the same
+-- transaction as the block that raises them, so an event exists exactly when
+-- its block is indexed. One row per event and webhook; message_id is derived
+-- from (webhook, event) so re-applying a block (reindex) writes the same ids
+-- and ON CONFLICT keeps the delivered rows as they are: nothing is sent twice.
+-- Rows are ordered per webhook by (block_height, position): the delivery
+-- queue of each webhook.
+CREATE TABLE IF NOT EXISTS webhook_outbox (
+    webhook_id      TEXT NOT NULL,
+    block_height    BIGINT NOT NULL,
+    position        INTEGER NOT NULL,            -- the event's place in its block (tx index, output, ...)
+    message_id      TEXT NOT NULL,               -- UUID (v5 of webhook and event)
+    chain_key       TEXT NOT NULL,
+    payload         TEXT NOT NULL,               -- the request body, canonical JSON
+    created_at      BIGINT NOT NULL,             -- unix milliseconds (commit-to-delivery latency)
+    status          TEXT NOT NULL DEFAULT 'pending', -- pending, delivered, failed (webhook deactivated)
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL DEFAULT 0,   -- unix milliseconds
+    lease_owner     TEXT NOT NULL DEFAULT '',
+    lease_until     BIGINT NOT NULL DEFAULT 0,   -- unix milliseconds
+    delivered_at    BIGINT NOT NULL DEFAULT 0,
+    last_error      TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (webhook_id, block_height, position)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS webhook_outbox_message ON webhook_outbox (message_id);
+CREATE INDEX IF NOT EXISTS webhook_outbox_pending ON webhook_outbox (status, next_attempt_at);
