@@ -141,76 +141,15 @@ type event struct {
 func TestEVMAddressActivity(t *testing.T) {
 	blocks := recordedCChain(t)
 	oapi := apitest.Load(t)
-	net := devnet.LoadNetwork(t)
-	// Watched: the workload's two most active C-chain addresses, the ERC-20
-	// contract (a recipient of calls), and an address that never appears.
-	count := map[string]int{}
-	for _, b := range blocks {
-		for i := range b.Transactions {
-			for _, a := range parties(b, i) {
-				count[a]++
-			}
-		}
-	}
-	byCount := slices.SortedFunc(maps.Keys(count), func(a, b string) int {
-		if count[a] != count[b] {
-			return count[b] - count[a]
-		}
-		return strings.Compare(a, b)
-	})
-	erc20 := strings.ToLower(net.CChainContracts["erc20"])
-	watch := map[string][]string{
-		"logs":   {byCount[0], erc20},
-		"plain":  {byCount[1]},
-		"silent": {"0x00000000000000000000000000000000000000aa"},
-	}
+	watch := watchLists(t, blocks)
 	for _, backend := range storetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			db, err := store.Open(ctx, storetest.DSNFor(t, backend))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			if err := db.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			reg := webhooks.NewRegistry(db, nil)
-			hooks := map[string]string{} // id -> watch name
-			for _, name := range slices.Sorted(maps.Keys(watch)) {
-				w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: "https://hooks.example.com/" + name,
-					ChainID: "88888", ChainKey: "C", Status: webhooks.StatusActive, Metadata: []byte(`{}`),
-					IncludeLogs: name == "logs", Keys: watch[name]}
-				if err := reg.Create(ctx, "owner", w); err != nil {
-					t.Fatal(err)
-				}
-				hooks[w.ID] = name
-			}
+			db, set, hooks := ingestWithHooks(t, ctx, backend, watch, "https://hooks.example.com/")
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			set, err := chains.Build(ctx, chains.Options{NodeURL: testenv.ReplayNode(t),
-				GenesisPath: filepath.Join(testenv.DevnetDir(t), "genesis.json"), Log: log, BatchSize: 8})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true, Discover: set.Discover(db)}, log).Run(ctx); err != nil {
-				t.Fatal(err)
-			}
 
-			want := map[event]bool{}
-			for id, name := range hooks {
-				w := map[string]bool{}
-				for _, a := range watch[name] {
-					w[a] = true
-				}
-				for h, b := range blocks {
-					for i := range b.Transactions {
-						if slices.ContainsFunc(parties(b, i), func(a string) bool { return w[a] }) {
-							want[event{id, h, i}] = true
-						}
-					}
-				}
-			}
+			want := expected(blocks, watch, hooks)
 			got := readOutbox(t, ctx, db)
 			for ev := range want {
 				if _, ok := got[ev]; !ok {
@@ -298,4 +237,86 @@ func readOutbox(t *testing.T, ctx context.Context, db *store.DB) map[event]outbo
 		t.Fatal(err)
 	}
 	return out
+}
+
+// ingestWithHooks indexes devnet-a into a fresh database of backend with one
+// address_activity webhook per watch list (on the C-chain, named by its key;
+// "logs" includes logs), registered before the first block. It returns the
+// database, the chains and the webhooks' names by id.
+func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch map[string][]string, urlBase string) (*store.DB, *chains.Set, map[string]string) {
+	t.Helper()
+	db, err := store.Open(ctx, storetest.DSNFor(t, backend))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reg := webhooks.NewRegistry(db, nil)
+	hooks := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(watch)) {
+		w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: urlBase + name,
+			ChainID: "88888", ChainKey: "C", Status: webhooks.StatusActive, Metadata: []byte(`{}`),
+			IncludeLogs: name == "logs", Keys: watch[name]}
+		if err := reg.Create(ctx, "owner", w); err != nil {
+			t.Fatal(err)
+		}
+		hooks[w.ID] = name
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	set, err := chains.Build(ctx, chains.Options{NodeURL: testenv.ReplayNode(t),
+		GenesisPath: filepath.Join(testenv.DevnetDir(t), "genesis.json"), Log: log, BatchSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true, Discover: set.Discover(db)}, log).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return db, set, hooks
+}
+
+// watchLists are the addresses the tests' webhooks watch: the workload's two
+// most active C-chain addresses, the ERC-20 contract (a recipient of calls),
+// and an address that never appears.
+func watchLists(t *testing.T, blocks map[uint64]*recordedBlock) map[string][]string {
+	count := map[string]int{}
+	for _, b := range blocks {
+		for i := range b.Transactions {
+			for _, a := range parties(b, i) {
+				count[a]++
+			}
+		}
+	}
+	byCount := slices.SortedFunc(maps.Keys(count), func(a, b string) int {
+		if count[a] != count[b] {
+			return count[b] - count[a]
+		}
+		return strings.Compare(a, b)
+	})
+	erc20 := strings.ToLower(devnet.LoadNetwork(t).CChainContracts["erc20"])
+	return map[string][]string{
+		"logs":   {byCount[0], erc20},
+		"plain":  {byCount[1]},
+		"silent": {"0x00000000000000000000000000000000000000aa"},
+	}
+}
+
+// expected are the events the recorded blocks imply for the webhooks.
+func expected(blocks map[uint64]*recordedBlock, watch map[string][]string, hooks map[string]string) map[event]bool {
+	want := map[event]bool{}
+	for id, name := range hooks {
+		w := map[string]bool{}
+		for _, a := range watch[name] {
+			w[a] = true
+		}
+		for h, b := range blocks {
+			for i := range b.Transactions {
+				if slices.ContainsFunc(parties(b, i), func(a string) bool { return w[a] }) {
+					want[event{id, h, i}] = true
+				}
+			}
+		}
+	}
+	return want
 }

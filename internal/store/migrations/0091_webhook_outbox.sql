@@ -24,3 +24,16 @@ CREATE TABLE IF NOT EXISTS webhook_outbox (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_outbox_message ON webhook_outbox (message_id);
 CREATE INDEX IF NOT EXISTS webhook_outbox_pending ON webhook_outbox (status, next_attempt_at);
+
+-- The delivery log: one row per attempt (operators' eyes, and the tests').
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    message_id  TEXT NOT NULL,
+    attempt     INTEGER NOT NULL,
+    webhook_id  TEXT NOT NULL,
+    at          BIGINT NOT NULL,                 -- unix milliseconds the attempt ended
+    status_code INTEGER NOT NULL,                -- HTTP status, 0 when none (refused, timeout)
+    duration_ms BIGINT NOT NULL,
+    error       TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (message_id, attempt)
+);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook ON webhook_deliveries (webhook_id, at);
