@@ -367,9 +367,16 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	closers = append(closers, func() { stopExports(); _ = exp.Close() })
 	exportapi.Register(mux, exportapi.Deps{Service: exp, Network: network, Log: log})
 
-	// Webhooks (issue #20): registrations; see internal/webhooks.
-	webhooksapi.Register(mux, webhooksapi.Deps{Registry: webhooks.NewRegistry(db, nil), Network: network, Pager: pager, Log: log,
-		Policy: webhooks.URLPolicy{AllowLoopback: cfg.WebhookAllowLoopback, AllowPrivate: cfg.WebhookAllowPrivate}})
+	// Webhooks (issue #20): registrations; deliveries where ingestion runs. See internal/webhooks.
+	hookPolicy := webhooks.URLPolicy{AllowLoopback: cfg.WebhookAllowLoopback, AllowPrivate: cfg.WebhookAllowPrivate}
+	webhooksapi.Register(mux, webhooksapi.Deps{Registry: webhooks.NewRegistry(db, nil), Network: network, Pager: pager, Log: log, Policy: hookPolicy})
+	if cfg.Ingest {
+		hooks := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Policy: hookPolicy}, log)
+		if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { _ = hooks.Close() })
+	}
 
 	upstream := cfg.Upstream
 	if upstream == "" {
