@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,7 +27,17 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
-func TestMain(m *testing.M) { storetest.Main(m) }
+func TestMain(m *testing.M) {
+	// Re-executed as the indexing and delivering child of TestCrashDelivery.
+	if args := os.Getenv(crashChildEnv); args != "" {
+		if err := crashChild(args); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	storetest.Main(m)
+}
 
 // Topics of the transfer events (ERC-20/721 Transfer, ERC-1155 TransferSingle and TransferBatch).
 var (
