@@ -39,7 +39,7 @@ func crashChild(args string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 2, Poll: 5 * time.Millisecond, Timeout: time.Second,
+	d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 2, Poll: 5 * time.Millisecond, Timeout: time.Second, Lease: 3 * time.Second,
 		BaseBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Policy: webhooks.URLPolicy{AllowLoopback: true}}, log)
 	if err := d.Start(ctx); err != nil {
 		return err

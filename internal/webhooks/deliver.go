@@ -73,11 +73,11 @@ func (c DeliveryConfig) WithDefaults() DeliveryConfig {
 	return c
 }
 
-// Deliverer sends outbox events to their webhooks: each webhook's events in
-// order (one in flight per webhook, the next only once the previous one is
-// delivered), each attempt leased so several replicas on one PostgreSQL
-// send an event once per attempt, failures retried with exponential
-// backoff, every attempt logged in webhook_deliveries.
+// Deliverer sends outbox events to their webhooks: a worker leases a
+// webhook's queue (webhook_queues) and sends its events in order, the next
+// only once the previous one is delivered, so several replicas on one
+// PostgreSQL send an event once per attempt; a failure is retried with
+// exponential backoff; every attempt is logged in webhook_deliveries.
 type Deliverer struct {
 	db     *store.DB
 	cfg    DeliveryConfig
@@ -160,12 +160,14 @@ func (d *Deliverer) work(ctx context.Context, worker string) {
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		ev, err := d.claim(ctx, worker)
+		q, err := d.claim(ctx, worker)
 		if err != nil && ctx.Err() == nil {
-			d.log.Warn("claim webhook event", "err", err)
+			d.log.Warn("claim webhook queue", "err", err)
 		}
-		if ev != nil {
-			d.deliver(ctx, ev)
+		if q != nil {
+			if err := d.drain(ctx, q); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
+			}
 			continue
 		}
 		select {
@@ -176,74 +178,94 @@ func (d *Deliverer) work(ctx context.Context, worker string) {
 	}
 }
 
-// claimed is an event leased for one attempt.
-type claimed struct {
-	webhookID, messageID, payload, url, owner string
-	height                                    int64
-	position, attempt                         int
+// queue is a webhook's queue leased by this worker.
+type queue struct {
+	webhookID, worker, url, secret string
+	leaseUntil                     time.Time
 }
 
-// claim leases the due head of some active webhook's queue: its oldest
-// pending event, when no earlier one is pending (so events go out in order)
-// and no lease on it runs. The outer WHERE repeats the condition: on
-// PostgreSQL a concurrent claimer of the same row re-checks it after the
-// winner commits and updates nothing.
-func (d *Deliverer) claim(ctx context.Context, worker string) (*claimed, error) {
-	now := d.now().UnixMilli()
-	var c claimed
-	err := d.db.WriterDB().QueryRowContext(ctx, `UPDATE webhook_outbox SET attempts = attempts + 1, lease_owner = $1, lease_until = $2
-		WHERE (webhook_id, block_height, position) IN (
-			SELECT o.webhook_id, o.block_height, o.position FROM webhook_outbox o JOIN webhooks w ON w.id = o.webhook_id
-			WHERE o.status = 'pending' AND o.next_attempt_at <= $3 AND o.lease_until < $3 AND w.status = 'active'
-			AND NOT EXISTS (SELECT 1 FROM webhook_outbox p WHERE p.webhook_id = o.webhook_id AND p.status = 'pending'
-				AND (p.block_height < o.block_height OR (p.block_height = o.block_height AND p.position < o.position)))
-			ORDER BY o.next_attempt_at, o.created_at LIMIT 1)
-		AND status = 'pending' AND lease_until < $3
-		RETURNING webhook_id, block_height, position, message_id, payload, attempts`,
-		worker, now+d.cfg.Lease.Milliseconds(), now).Scan(&c.webhookID, &c.height, &c.position, &c.messageID, &c.payload, &c.attempt)
+// claim leases the queue of an active webhook with events due. The outer
+// WHERE repeats the condition: on PostgreSQL a concurrent claimer of the
+// same row re-checks it after the winner commits and updates nothing.
+func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
+	now := d.now()
+	until := now.Add(d.cfg.Lease)
+	q := &queue{worker: worker, leaseUntil: until}
+	err := d.db.WriterDB().QueryRowContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+		WHERE webhook_id = (SELECT q.webhook_id FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
+			WHERE q.pending > 0 AND q.next_attempt_at <= $3 AND q.lease_until < $3 AND w.status = 'active'
+			ORDER BY q.next_attempt_at, q.webhook_id LIMIT 1)
+		AND pending > 0 AND next_attempt_at <= $3 AND lease_until < $3
+		RETURNING webhook_id`, worker, until.UnixMilli(), now.UnixMilli()).Scan(&q.webhookID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: claim: %w", err)
 	}
-	if err := d.db.QueryRowContext(ctx, `SELECT url, owner FROM webhooks WHERE id = $1`, c.webhookID).Scan(&c.url, &c.owner); err != nil {
-		return nil, fmt.Errorf("webhooks: claim: read webhook %s: %w", c.webhookID, err)
+	var owner string
+	if err := d.db.QueryRowContext(ctx, `SELECT url, owner FROM webhooks WHERE id = $1`, q.webhookID).Scan(&q.url, &owner); err != nil {
+		return nil, fmt.Errorf("webhooks: read webhook %s: %w", q.webhookID, err)
 	}
-	return &c, nil
+	if q.secret, err = NewRegistry(d.db, d.now).Secret(ctx, owner); err != nil {
+		return nil, fmt.Errorf("webhooks: signing secret of %s: %w", q.webhookID, err)
+	}
+	return q, nil
 }
 
-// deliver makes one attempt and records its outcome.
-func (d *Deliverer) deliver(ctx context.Context, c *claimed) {
-	start := d.now()
-	code, err := d.post(ctx, c)
-	if ctx.Err() != nil {
-		return // shutting down: the lease lets another worker retry
-	}
-	end := d.now()
-	msg := ""
-	if err != nil {
-		msg = err.Error()
-	} else if code < 200 || code > 299 {
-		msg = fmt.Sprintf("HTTP %d", code)
-	}
-	if err := d.record(ctx, c, code, msg, start, end); err != nil && ctx.Err() == nil {
-		d.log.Warn("record webhook delivery", "webhook", c.webhookID, "message", c.messageID, "err", err)
-	}
+// event is the head of a queue.
+type event struct {
+	height             int64
+	position, attempts int
+	messageID, payload string
 }
 
-func (d *Deliverer) post(ctx context.Context, c *claimed) (int, error) {
-	secret, err := NewRegistry(d.db, d.now).Secret(ctx, c.owner)
-	if err != nil {
-		return 0, fmt.Errorf("signing secret: %w", err)
+// maxDrain bounds the events sent under one lease, so queues take turns.
+const maxDrain = 100
+
+// drain sends q's events in order until one fails, the queue is empty,
+// maxDrain were sent or half the lease is used; then it gives the queue back.
+func (d *Deliverer) drain(ctx context.Context, q *queue) error {
+	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); sent++ {
+		var ev event
+		err := d.db.QueryRowContext(ctx, `SELECT block_height, position, attempts, message_id, payload FROM webhook_outbox
+			WHERE webhook_id = $1 AND status = 'pending' ORDER BY block_height, position LIMIT 1`, q.webhookID).
+			Scan(&ev.height, &ev.position, &ev.attempts, &ev.messageID, &ev.payload)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read queue head: %w", err)
+		}
+		start := d.now()
+		code, perr := d.post(ctx, q, []byte(ev.payload))
+		if ctx.Err() != nil {
+			return nil // shutting down: the lease lets the event be retried
+		}
+		end := d.now()
+		failure := ""
+		if perr != nil {
+			failure = perr.Error()
+		} else if code < 200 || code > 299 {
+			failure = fmt.Sprintf("HTTP %d", code)
+		}
+		ok, err := d.record(ctx, q, &ev, code, failure, start, end)
+		if err != nil || !ok || failure != "" {
+			return err // the queue was released (failure) or lost (!ok)
+		}
 	}
-	body := []byte(c.payload)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0
+		WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
+	return err
+}
+
+func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(SignatureHeader, Sign(secret, body))
+	req.Header.Set(SignatureHeader, Sign(q.secret, body))
 	req.Header.Set("User-Agent", "permafrost-webhooks")
 	resp, err := d.client.Do(req)
 	if err != nil {
@@ -254,49 +276,62 @@ func (d *Deliverer) post(ctx context.Context, c *claimed) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// record writes the attempt to the log and its outcome to the event (only
-// while the lease is ours: attempts fences a worker that lost it) and to
-// the webhook's failure count, deactivating it at MaxFailures.
-func (d *Deliverer) record(ctx context.Context, c *claimed, code int, failure string, start, end time.Time) error {
+// record writes an attempt to the log and its outcome to the event, the
+// queue and the webhook, while the queue's lease is still ours (false when
+// it is not: another worker took the queue over, and nothing is written).
+// A failure releases the queue until its backoff has passed and counts
+// against the webhook, deactivating it at MaxFailures in a row.
+func (d *Deliverer) record(ctx context.Context, q *queue, ev *event, code int, failure string, start, end time.Time) (bool, error) {
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback()
-	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
-		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, c.messageID, c.attempt, c.webhookID, end.UnixMilli(), code,
-		end.Sub(start).Milliseconds(), truncateErr(failure)); err != nil {
-		return err
-	}
+	var failures int
 	var res sql.Result
 	if failure == "" {
-		res, err = tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'delivered', delivered_at = $1, lease_owner = '', lease_until = 0, last_error = ''
-			WHERE webhook_id = $2 AND block_height = $3 AND position = $4 AND attempts = $5 AND status = 'pending'`,
-			end.UnixMilli(), c.webhookID, c.height, c.position, c.attempt)
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - 1 WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
 	} else {
-		backoff := min(d.cfg.BaseBackoff<<min(c.attempt-1, 30), d.cfg.MaxBackoff)
-		res, err = tx.Exec(ctx, `UPDATE webhook_outbox SET next_attempt_at = $1, lease_owner = '', lease_until = 0, last_error = $2
-			WHERE webhook_id = $3 AND block_height = $4 AND position = $5 AND attempts = $6 AND status = 'pending'`,
-			end.Add(backoff).UnixMilli(), truncateErr(failure), c.webhookID, c.height, c.position, c.attempt)
+		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
+			return false, err
+		}
+		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET next_attempt_at = $1, lease_owner = '', lease_until = 0
+			WHERE webhook_id = $2 AND lease_owner = $3`, end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil // another attempt owns the event now
+	// Fence: a lease that ran out and was taken over writes nothing.
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
+		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, ev.messageID, ev.attempts+1, q.webhookID, end.UnixMilli(), code,
+		end.Sub(start).Milliseconds(), truncateErr(failure)); err != nil {
+		return false, err
+	}
+	status, deliveredAt := "pending", int64(0)
+	if failure == "" {
+		status, deliveredAt = "delivered", end.UnixMilli()
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
+		WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
+		status, deliveredAt, truncateErr(failure), q.webhookID, ev.height, ev.position); err != nil {
+		return false, err
 	}
 	if failure == "" {
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE id = $1 AND failures <> 0`, c.webhookID)
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE id = $1 AND failures <> 0`, q.webhookID)
+	} else if failures+1 >= d.cfg.MaxFailures {
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1, status = 'inactive', inactive_reason = $1 WHERE id = $2`,
+			fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", failures+1, truncateErr(failure)), q.webhookID)
 	} else {
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1,
-			status = CASE WHEN failures + 1 >= $1 THEN 'inactive' ELSE status END,
-			inactive_reason = CASE WHEN failures + 1 >= $1 THEN $2 ELSE inactive_reason END
-			WHERE id = $3`, d.cfg.MaxFailures, fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", d.cfg.MaxFailures, truncateErr(failure)), c.webhookID)
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1 WHERE id = $1`, q.webhookID)
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
-	return tx.Commit()
+	return true, tx.Commit()
 }
 
 func truncateErr(s string) string {

@@ -166,9 +166,19 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
-			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, m.hook.id, int64(b.Height), m.tx, msgID, e.chain, string(body), now); err != nil {
+		res, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, m.hook.id, int64(b.Height), m.tx, msgID, e.chain, string(body), now)
+		if err != nil {
 			return fmt.Errorf("write event: %w", err)
+		}
+		// An event raised again (reindex) is skipped and not queued again.
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("write event: %w", err)
+		} else if n > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, 1)
+				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + 1`, m.hook.id); err != nil {
+				return fmt.Errorf("queue event: %w", err)
+			}
 		}
 	}
 	return nil

@@ -13,17 +13,13 @@ CREATE TABLE IF NOT EXISTS webhook_outbox (
     chain_key       TEXT NOT NULL,
     payload         TEXT NOT NULL,               -- the request body, canonical JSON
     created_at      BIGINT NOT NULL,             -- unix milliseconds (commit-to-delivery latency)
-    status          TEXT NOT NULL DEFAULT 'pending', -- pending, delivered, failed (webhook deactivated)
+    status          TEXT NOT NULL DEFAULT 'pending', -- pending, delivered
     attempts        INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at BIGINT NOT NULL DEFAULT 0,   -- unix milliseconds
-    lease_owner     TEXT NOT NULL DEFAULT '',
-    lease_until     BIGINT NOT NULL DEFAULT 0,   -- unix milliseconds
     delivered_at    BIGINT NOT NULL DEFAULT 0,
     last_error      TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (webhook_id, block_height, position)
 );
 CREATE UNIQUE INDEX IF NOT EXISTS webhook_outbox_message ON webhook_outbox (message_id);
-CREATE INDEX IF NOT EXISTS webhook_outbox_pending ON webhook_outbox (status, next_attempt_at);
 
 -- The delivery log: one row per attempt (operators' eyes, and the tests').
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
@@ -37,3 +33,16 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     PRIMARY KEY (message_id, attempt)
 );
 CREATE INDEX IF NOT EXISTS webhook_deliveries_webhook ON webhook_deliveries (webhook_id, at);
+
+-- Each webhook's queue: how many of its events wait, when the next attempt
+-- is due, and the lease of the worker delivering them. Workers lease a
+-- queue, not an event: one worker sends a webhook's events, in order, and
+-- replicas on one PostgreSQL never send the same attempt twice.
+CREATE TABLE IF NOT EXISTS webhook_queues (
+    webhook_id      TEXT PRIMARY KEY,
+    pending         BIGINT NOT NULL DEFAULT 0,   -- events written minus events delivered
+    next_attempt_at BIGINT NOT NULL DEFAULT 0,   -- unix milliseconds (backoff after a failure)
+    lease_owner     TEXT NOT NULL DEFAULT '',
+    lease_until     BIGINT NOT NULL DEFAULT 0    -- unix milliseconds
+);
+CREATE INDEX IF NOT EXISTS webhook_queues_due ON webhook_queues (next_attempt_at);
