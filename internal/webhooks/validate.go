@@ -14,7 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
-	"github.com/permafrost-dev/permafrost/internal/enrich"
+	"github.com/permafrost-dev/permafrost/internal/ssrf"
 )
 
 // CreateRequest is the body of POST /v1/webhooks: the union of
@@ -50,7 +50,7 @@ type AddressesRequest struct {
 
 // URLPolicy is the SSRF policy on webhook URLs: the NFT fetcher's
 // (internal/enrich), with its own operator switches
-// (--webhook-allow-loopback, --webhook-allow-private).
+// (--webhook-allow-loopback, --webhook-allow-private); internal/ssrf holds it.
 type URLPolicy struct {
 	AllowLoopback bool
 	AllowPrivate  bool
@@ -99,7 +99,7 @@ func (p URLPolicy) Check(raw string) error {
 // CheckAddr applies the policy to one resolved address, naming the flag
 // that would allow it.
 func (p URLPolicy) CheckAddr(ip netip.Addr) error {
-	err := enrich.CheckAddress(ip, p.AllowLoopback, p.AllowPrivate)
+	err := ssrf.Check(ip, p.AllowLoopback, p.AllowPrivate)
 	if err == nil {
 		return nil
 	}
