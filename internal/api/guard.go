@@ -36,6 +36,8 @@ const (
 	ScopeExports = keys.ScopeExports
 	ScopeReindex = keys.ScopeReindex
 	ScopeAdmin   = keys.ScopeAdmin
+	// ScopeWebhooks guards /v1/webhooks (internal/api/webhooks).
+	ScopeWebhooks = keys.ScopeWebhooks
 )
 
 // RouteOpts is what the guard needs to know about a route: its weight and

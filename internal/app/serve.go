@@ -26,6 +26,7 @@ import (
 	apimetrics "github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/api/platform"
 	"github.com/permafrost-dev/permafrost/internal/api/warpapi"
+	webhooksapi "github.com/permafrost-dev/permafrost/internal/api/webhooks"
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/config"
 	"github.com/permafrost-dev/permafrost/internal/enrich"
@@ -36,6 +37,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/warpindex"
+	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 // start opens (and migrates) the store, takes its writer lock for cmd and
@@ -385,6 +387,17 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 	}
 	closers = append(closers, func() { stopExports(); _ = exp.Close() })
 	exportapi.Register(mux, exportapi.Deps{Service: exp, Network: network, Log: log})
+
+	// Webhooks (issue #20): registrations; deliveries where ingestion runs. See internal/webhooks.
+	hookPolicy := webhooks.URLPolicy{AllowLoopback: cfg.WebhookAllowLoopback, AllowPrivate: cfg.WebhookAllowPrivate}
+	webhooksapi.Register(mux, webhooksapi.Deps{Registry: webhooks.NewRegistry(db, nil), Network: network, Pager: pager, Log: log, Policy: hookPolicy})
+	if cfg.Ingest {
+		hooks := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Policy: hookPolicy}, log)
+		if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, func() { _ = hooks.Close() })
+	}
 
 	upstream := cfg.Upstream
 	if upstream == "" {

@@ -30,6 +30,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/obs"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 // Options say where the chains are and how to fetch them.
@@ -261,6 +262,8 @@ func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) err
 	}
 	for i := range s.Chains {
 		s.Chains[i].Indexer = metrics.WithRollup(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
+		// Webhook events (issue #20), in the block's transaction.
+		s.Chains[i].Indexer = webhooks.WithEvents(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
 	}
 	return nil
 }

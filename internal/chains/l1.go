@@ -17,6 +17,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 // notServedRetry is how long a chain the node does not serve (it does not
@@ -148,6 +149,7 @@ func (s *Set) l1Chain(ctx context.Context, id ids.ID, name string, gen []byte, k
 		return ingest.Chain{}, false, err
 	}
 	ch.Indexer = metrics.WithRollup(ch.Key, ch.Kind, ch.Indexer)
+	ch.Indexer = webhooks.WithEvents(ch.Key, ch.Kind, ch.Indexer) // webhook events (issue #20)
 	return ch, true, nil
 }
 
@@ -207,6 +209,7 @@ func (s *Set) IndexedL1s(ctx context.Context, db *store.DB) ([]ingest.Chain, err
 			return nil, err
 		}
 		ch.Indexer = metrics.WithRollup(ch.Key, ch.Kind, ch.Indexer)
+		ch.Indexer = webhooks.WithEvents(ch.Key, ch.Kind, ch.Indexer) // webhook events (issue #20)
 		out = append(out, ch)
 	}
 	return out, rows.Err()

@@ -61,12 +61,15 @@ type Config struct {
 	IPFSGateway      string
 	NFTAllowLoopback bool
 	NFTAllowPrivate  bool
-	ContractRegistry string
-	PriceProvider    string
-	CoinGeckoURL     string
-	CoinGeckoKey     string
-	CoinGeckoRPM     int
-	PricesFile       string
+	// Webhook URLs: the same SSRF policy as NFT fetches, switched apart.
+	WebhookAllowLoopback bool
+	WebhookAllowPrivate  bool
+	ContractRegistry     string
+	PriceProvider        string
+	CoinGeckoURL         string
+	CoinGeckoKey         string
+	CoinGeckoRPM         int
+	PricesFile           string
 	// Export jobs.
 	ExportRowCap    int64
 	ExportRetention time.Duration
@@ -152,6 +155,8 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.IPFSGateway, "ipfs-gateway", "https://ipfs.io", "HTTP gateway for ipfs:// NFT metadata, or none (the demo uses none unless one is given)")
 	fs.BoolVar(&c.NFTAllowLoopback, "nft-allow-loopback", false, "let NFT metadata fetches reach loopback addresses")
 	fs.BoolVar(&c.NFTAllowPrivate, "nft-allow-private", false, "let NFT metadata fetches reach private and link-local addresses")
+	fs.BoolVar(&c.WebhookAllowLoopback, "webhook-allow-loopback", false, "let webhook URLs name loopback addresses")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook URLs name private and link-local addresses")
 	fs.StringVar(&c.ContractRegistry, "contract-registry", "", "YAML/JSON file of curated contract metadata (reloaded when it changes)")
 	fs.StringVar(&c.PriceProvider, "price-provider", "", "prices: coingecko, static, or empty for none (price fields omitted)")
 	fs.StringVar(&c.CoinGeckoURL, "coingecko-url", "", "CoinGecko-compatible API base URL")

@@ -1,7 +1,7 @@
 // Package keys manages the data service's API keys: creation (the plaintext
 // is shown once), listing, revocation, and lookup by the SHA-256 of a
 // presented key. Keys carry a rate-limit tier and scopes (exports, reindex,
-// admin, or * for all); budgets per tier live in the server configuration.
+// admin, webhooks, or * for all); budgets per tier live in the server configuration.
 //
 // A key looks like pfk_<16 hex id>_<43 base64url chars>: the id part is the
 // key's public id (what `list` shows and `revoke` takes), the rest is 256
@@ -37,6 +37,8 @@ const (
 	ScopeExports = "exports" // POST /v1/operations/transactions:export and reading its operations
 	ScopeReindex = "reindex" // reindex routes (e.g. NFT token metadata :reindex)
 	ScopeAdmin   = "admin"   // administrative routes
+	// ScopeWebhooks: /v1/webhooks and the shared secret (a key sees its own webhooks only).
+	ScopeWebhooks = "webhooks"
 	// ScopeAll grants every scope.
 	ScopeAll = "*"
 )
@@ -146,7 +148,7 @@ func ValidateTier(tier string) error {
 }
 
 // Scopes are the scopes a key can carry, besides ScopeAll.
-var Scopes = []string{ScopeExports, ScopeReindex, ScopeAdmin}
+var Scopes = []string{ScopeExports, ScopeReindex, ScopeAdmin, ScopeWebhooks}
 
 // ValidateScope accepts ScopeAll and the scopes routes require (Scopes).
 func ValidateScope(scope string) error {

@@ -202,6 +202,26 @@ const cases = {
     options: { addresses: [facts.cAddr], includeChains: [facts.chainId] },
   }],
   dataOperationsGetResult: [], // asked with the export's operation id below
+  // Webhooks: one of each event type on workload addresses and a validator;
+  // the operations on one webhook are asked with the created ids below.
+  webhooksCreate: [
+    { eventType: "address_activity", url: "https://hooks.example.com/sdk", chainId: facts.chainId, name: "sdk",
+      metadata: { addresses: [facts.cAddr] }, includeLogs: true, includeInternalTxs: true },
+    { eventType: "primary_network_address_activity", url: "https://hooks.example.com/sdk", network: "fuji", chainId: "p-chain",
+      metadata: { keyType: "addresses", keys: [facts.pAddr], subEvents: { addressActivitySubEvents: ["balance_change", "reward_distribution"] } } },
+    { eventType: "validator_activity", url: "https://hooks.example.com/sdk", network: "fuji",
+      metadata: { keyType: "nodeId", keys: [facts.stakers.alpha.nodeID], subEvents: { validatorActivitySubEvents: ["validator_stake"] } } },
+    { eventType: "address_activity", url: "http://127.0.0.1:9/hook", chainId: facts.chainId, metadata: { addresses: [facts.cAddr] }, expect: "error" },
+  ],
+  webhooksList: [{}, { status: "active", pageSize: 1 }],
+  webhooksGetSharedSecret: [{}],
+  webhooksGenerateOrRotateSharedSecret: [{}],
+  webhooksGet: [],
+  webhooksUpdate: [],
+  webhooksDeactivate: [],
+  webhooksAddressesAdd: [],
+  webhooksAddressesList: [],
+  webhooksAddressesRemove: [],
 };
 // Operations whose route is still to be built, by issue.
 const pending = {};
@@ -284,6 +304,7 @@ async function call(name, req) {
 
 const names = [...new Set(readdirSync(path.join(sdkDir, "funcs")).filter((f) => f.endsWith(".js")).map((f) => f.slice(0, -3)))].sort();
 let exportResult;
+const webhookIds = [];
 for (const name of names) {
   if (exceptions[name]) {
     console.log(`skip ${name}: ${exceptions[name]}`);
@@ -301,12 +322,28 @@ for (const name of names) {
   for (const req of cases[name]) {
     const v = await call(name, req);
     if (name === "dataOperationsExportTransactions") exportResult = v;
+    if (name === "webhooksCreate" && v?.id) webhookIds.push(v.id);
   }
 }
 if (exportResult?.operationId) {
   await call("dataOperationsGetResult", { operationId: exportResult.operationId });
 } else {
   fail("dataOperationsGetResult: no operation id from the export");
+}
+if (webhookIds.length === 3) {
+  const [evmHook, pnHook, valHook] = webhookIds;
+  const more = { addresses: [facts.contracts.erc20, facts.contracts.erc721] };
+  for (const id of webhookIds) await call("webhooksGet", { id });
+  await call("webhooksGet", { id: "f33de69c-d13b-4691-908f-870d6e2e6b04", expect: "error" });
+  await call("webhooksUpdate", { id: evmHook, updateWebhookRequest: { name: "sdk renamed", includeLogs: false } });
+  await call("webhooksUpdate", { id: pnHook, updateWebhookRequest: { description: "P-chain", status: "active" } });
+  await call("webhooksAddressesAdd", { id: evmHook, addressesChangeRequest: more });
+  await call("webhooksAddressesList", { id: evmHook, pageSize: 1 });
+  await call("webhooksAddressesRemove", { id: evmHook, addressesChangeRequest: more });
+  await call("webhooksAddressesList", { id: valHook, expect: "error" });
+  for (const id of webhookIds) await call("webhooksDeactivate", { id });
+} else {
+  fail(`webhooks: ${webhookIds.length} of 3 webhooks created`);
 }
 console.log(`sdk: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

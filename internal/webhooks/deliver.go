@@ -1,0 +1,342 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// SignatureHeader carries the hex HMAC-SHA256 of the body with the owner's
+// shared secret: the header the hosted service documents.
+const SignatureHeader = "x-signature"
+
+// Sign is the signature of body with secret.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// DeliveryConfig tunes the delivery workers; zero values take the defaults.
+type DeliveryConfig struct {
+	Workers int           // concurrent deliveries of this process (default 4; negative: none)
+	Poll    time.Duration // idle workers look for due events this often (default 250ms)
+	Lease   time.Duration // a claimed event's lease; a vanished worker's event is retried after it (default 1m)
+	Timeout time.Duration // one request, connection to response headers and body (default 10s)
+	// Backoff after the n-th failed attempt of an event: BaseBackoff·2^(n-1),
+	// at most MaxBackoff (defaults 1s and 10m).
+	BaseBackoff, MaxBackoff time.Duration
+	// MaxFailures consecutive failed attempts deactivate a webhook (default 50).
+	MaxFailures int
+	Policy      URLPolicy
+}
+
+// WithDefaults fills zero fields.
+func (c DeliveryConfig) WithDefaults() DeliveryConfig {
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.Poll <= 0 {
+		c.Poll = 250 * time.Millisecond
+	}
+	if c.Lease <= 0 {
+		c.Lease = time.Minute
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	if c.BaseBackoff <= 0 {
+		c.BaseBackoff = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 10 * time.Minute
+	}
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = 50
+	}
+	return c
+}
+
+// Deliverer sends outbox events to their webhooks: a worker leases a
+// webhook's queue (webhook_queues) and sends its events in order, the next
+// only once the previous one is delivered, so several replicas on one
+// PostgreSQL send an event once per attempt; a failure is retried with
+// exponential backoff; every attempt is logged in webhook_deliveries.
+type Deliverer struct {
+	db     *store.DB
+	cfg    DeliveryConfig
+	log    *slog.Logger
+	client *http.Client
+	now    func() time.Time
+	node   string
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+}
+
+// NewDeliverer prepares the workers; Start runs them.
+func NewDeliverer(db *store.DB, cfg DeliveryConfig, log *slog.Logger) *Deliverer {
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b)}
+}
+
+// safeClient checks every connection's resolved address against the policy
+// just before connecting (DNS answers and rebinding cannot reach a refused
+// address), ignores environment proxies and follows no redirect (a 3xx is a
+// failed attempt).
+func safeClient(cfg DeliveryConfig) *http.Client {
+	d := &net.Dialer{Timeout: cfg.Timeout, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("refused address %q", address)
+		}
+		return cfg.Policy.CheckAddr(ap.Addr())
+	}}
+	return &http.Client{
+		Timeout: cfg.Timeout,
+		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, MaxIdleConnsPerHost: 16,
+			IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: cfg.Timeout, MaxResponseHeaderBytes: 64 << 10},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// Start runs the workers until ctx ends or Close.
+func (d *Deliverer) Start(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.started {
+		return errors.New("webhooks: delivery already started")
+	}
+	d.started = true
+	ctx, d.cancel = context.WithCancel(ctx)
+	for i := range max(d.cfg.Workers, 0) {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			d.work(ctx, fmt.Sprintf("%s#%d", d.node, i))
+		}()
+	}
+	d.log.Info("webhook delivery started", "workers", d.cfg.Workers)
+	return nil
+}
+
+// Close stops the workers and waits for them (an attempt in flight is
+// abandoned; its lease lets it be retried).
+func (d *Deliverer) Close() error {
+	d.mu.Lock()
+	cancel := d.cancel
+	d.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	d.wg.Wait()
+	return nil
+}
+
+func (d *Deliverer) work(ctx context.Context, worker string) {
+	t := time.NewTicker(d.cfg.Poll)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		q, err := d.claim(ctx, worker)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("claim webhook queue", "err", err)
+		}
+		if q != nil {
+			if err := d.drain(ctx, q); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// queue is a webhook's queue leased by this worker.
+type queue struct {
+	webhookID, worker, url, secret string
+	leaseUntil                     time.Time
+}
+
+// claim leases the queue of an active webhook with events due. The outer
+// WHERE repeats the condition: on PostgreSQL a concurrent claimer of the
+// same row re-checks it after the winner commits and updates nothing.
+func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
+	now := d.now()
+	until := now.Add(d.cfg.Lease)
+	q := &queue{worker: worker, leaseUntil: until}
+	err := d.db.WriterDB().QueryRowContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+		WHERE webhook_id = (SELECT q.webhook_id FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
+			WHERE q.pending > 0 AND q.next_attempt_at <= $3 AND q.lease_until < $3 AND w.status = 'active'
+			ORDER BY q.next_attempt_at, q.webhook_id LIMIT 1)
+		AND pending > 0 AND next_attempt_at <= $3 AND lease_until < $3
+		RETURNING webhook_id`, worker, until.UnixMilli(), now.UnixMilli()).Scan(&q.webhookID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	var owner string
+	if err := d.db.QueryRowContext(ctx, `SELECT url, owner FROM webhooks WHERE id = $1`, q.webhookID).Scan(&q.url, &owner); err != nil {
+		return nil, fmt.Errorf("webhooks: read webhook %s: %w", q.webhookID, err)
+	}
+	if q.secret, err = NewRegistry(d.db, d.now).Secret(ctx, owner); err != nil {
+		return nil, fmt.Errorf("webhooks: signing secret of %s: %w", q.webhookID, err)
+	}
+	return q, nil
+}
+
+// event is the head of a queue.
+type event struct {
+	height             int64
+	position, attempts int
+	messageID, payload string
+}
+
+// maxDrain bounds the events sent under one lease, so queues take turns.
+const maxDrain = 100
+
+// drain sends q's events in order until one fails, the queue is empty,
+// maxDrain were sent or half the lease is used; then it gives the queue back.
+func (d *Deliverer) drain(ctx context.Context, q *queue) error {
+	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); sent++ {
+		var ev event
+		err := d.db.QueryRowContext(ctx, `SELECT block_height, position, attempts, message_id, payload FROM webhook_outbox
+			WHERE webhook_id = $1 AND status = 'pending' ORDER BY block_height, position LIMIT 1`, q.webhookID).
+			Scan(&ev.height, &ev.position, &ev.attempts, &ev.messageID, &ev.payload)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read queue head: %w", err)
+		}
+		start := d.now()
+		code, perr := d.post(ctx, q, []byte(ev.payload))
+		if ctx.Err() != nil {
+			return nil // shutting down: the lease lets the event be retried
+		}
+		end := d.now()
+		failure := ""
+		if perr != nil {
+			failure = perr.Error()
+		} else if code < 200 || code > 299 {
+			failure = fmt.Sprintf("HTTP %d", code)
+		}
+		ok, err := d.record(ctx, q, &ev, code, failure, start, end)
+		if err != nil || !ok || failure != "" {
+			return err // the queue was released (failure) or lost (!ok)
+		}
+	}
+	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0
+		WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
+	return err
+}
+
+func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, q.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(SignatureHeader, Sign(q.secret, body))
+	req.Header.Set("User-Agent", "permafrost-webhooks")
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}
+
+// record writes an attempt to the log and its outcome to the event, the
+// queue and the webhook, while the queue's lease is still ours (false when
+// it is not: another worker took the queue over, and nothing is written).
+// A failure releases the queue until its backoff has passed and counts
+// against the webhook, deactivating it at MaxFailures in a row.
+func (d *Deliverer) record(ctx context.Context, q *queue, ev *event, code int, failure string, start, end time.Time) (bool, error) {
+	tx, err := d.db.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	var failures int
+	var res sql.Result
+	if failure == "" {
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - 1 WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
+	} else {
+		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
+			return false, err
+		}
+		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET next_attempt_at = $1, lease_owner = '', lease_until = 0
+			WHERE webhook_id = $2 AND lease_owner = $3`, end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
+	}
+	if err != nil {
+		return false, err
+	}
+	// Fence: a lease that ran out and was taken over writes nothing.
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return false, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
+		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, ev.messageID, ev.attempts+1, q.webhookID, end.UnixMilli(), code,
+		end.Sub(start).Milliseconds(), truncateErr(failure)); err != nil {
+		return false, err
+	}
+	status, deliveredAt := "pending", int64(0)
+	if failure == "" {
+		status, deliveredAt = "delivered", end.UnixMilli()
+	}
+	if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
+		WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
+		status, deliveredAt, truncateErr(failure), q.webhookID, ev.height, ev.position); err != nil {
+		return false, err
+	}
+	if failure == "" {
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE id = $1 AND failures <> 0`, q.webhookID)
+	} else if failures+1 >= d.cfg.MaxFailures {
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1, status = 'inactive', inactive_reason = $1 WHERE id = $2`,
+			fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", failures+1, truncateErr(failure)), q.webhookID)
+	} else {
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1 WHERE id = $1`, q.webhookID)
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
+}
+
+func truncateErr(s string) string {
+	if len(s) > 500 {
+		return s[:497] + "..."
+	}
+	return s
+}

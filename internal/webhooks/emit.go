@@ -1,0 +1,413 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// Emitter wraps a chain's indexer: after the inner indexer applied a block
+// inside the block's transaction, it reads back what the block wrote for the
+// addresses active webhooks watch and writes their events to the outbox, in
+// the same transaction. So an event exists exactly when its block is
+// indexed, and a crash loses neither.
+//
+// Done: EVM address_activity (txs whose sender, recipient, created contract
+// or an ERC-20/721/1155 transfer's party is watched; logs with includeLogs,
+// filtered by eventSignatures). To do (a later session):
+// primary_network_address_activity and validator_activity, internal txs.
+type Emitter struct {
+	chain, kind string
+	inner       ingest.Indexer
+	now         func() time.Time
+}
+
+// WithEvents wraps the indexer of chain chainKey of kind (P, X or EVM):
+//
+//	ix = webhooks.WithEvents(c.Key, c.Kind, ix)
+func WithEvents(chainKey, kind string, inner ingest.Indexer) ingest.Indexer {
+	return &Emitter{chain: chainKey, kind: kind, inner: inner, now: time.Now}
+}
+
+var (
+	_ ingest.Indexer  = (*Emitter)(nil)
+	_ ingest.Batcher  = (*Emitter)(nil)
+	_ ingest.Preparer = (*Emitter)(nil)
+)
+
+// DerivedTables is the inner indexer's: the outbox is not derived, so a
+// reindex keeps it (and the delivery state of its rows); the events a
+// reindex raises again have the same message ids and are skipped.
+func (e *Emitter) DerivedTables() []string { return e.inner.DerivedTables() }
+
+// Prepare lets the inner indexer prepare b.
+func (e *Emitter) Prepare(b *ingest.RawBlock) {
+	if p, ok := e.inner.(ingest.Preparer); ok {
+		p.Prepare(b)
+	}
+}
+
+// Flush and Discard pass through: the emitter writes in Apply.
+func (e *Emitter) Flush(ctx context.Context, tx *store.Tx) error {
+	return ingest.Flush(ctx, e.inner, tx)
+}
+func (e *Emitter) Discard() { ingest.Discard(e.inner) }
+
+// Apply indexes b with the inner indexer, then writes b's events.
+func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	if err := e.inner.Apply(ctx, tx, b); err != nil {
+		return err
+	}
+	if e.kind != "EVM" {
+		return nil
+	}
+	if err := e.evmEvents(ctx, tx, b); err != nil {
+		return fmt.Errorf("webhooks %s: block %d: %w", e.chain, b.Height, err)
+	}
+	return nil
+}
+
+// evmHook is an active address_activity webhook of this chain.
+type evmHook struct {
+	id          string
+	includeLogs bool
+	signatures  map[string]bool // topic0 filter of the logs; empty: all
+}
+
+// evmMatches pairs the block's txs with the webhooks watching a party of
+// them: what the EVM indexer wrote for the block (evm_txs, evm_transfers),
+// joined with the watched keys (0x-hex text) by the stored bytes' hex.
+func evmMatches(d store.Dialect) string {
+	hex := d.HexExpr
+	return `SELECT DISTINCT w.id, w.include_logs, w.metadata, m.tx_index FROM (
+		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_txs WHERE chain_key = $1 AND block_number = $2
+		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
+		UNION ALL SELECT tx_index, ` + hex("contract_address") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
+		UNION ALL SELECT tx_index, ` + hex("from_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
+		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
+	) m JOIN webhook_keys k ON k.key = m.a
+	JOIN webhooks w ON w.id = k.webhook_id
+	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
+	ORDER BY m.tx_index, w.id`
+}
+
+func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	// Most blocks of most chains concern no webhook: one indexed probe first.
+	var n int64
+	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM webhooks WHERE chain_key = $1 AND event_type = 'address_activity'
+		AND status = 'active' AND start_height < $2`, e.chain, int64(b.Height)).Scan(&n); err != nil {
+		return fmt.Errorf("probe webhooks: %w", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, evmMatches(tx.Dialect()), e.chain, int64(b.Height))
+	if err != nil {
+		return fmt.Errorf("match addresses: %w", err)
+	}
+	type match struct {
+		hook evmHook
+		tx   int
+	}
+	var matches []match
+	for rows.Next() {
+		var m match
+		var md string
+		if err := rows.Scan(&m.hook.id, &m.hook.includeLogs, &md, &m.tx); err != nil {
+			rows.Close()
+			return fmt.Errorf("match addresses: %w", err)
+		}
+		var meta EVMMetadata
+		if err := json.Unmarshal([]byte(md), &meta); err != nil {
+			rows.Close()
+			return fmt.Errorf("webhook %s metadata: %w", m.hook.id, err)
+		}
+		if len(meta.EventSignatures) > 0 {
+			m.hook.signatures = map[string]bool{}
+			for _, s := range meta.EventSignatures {
+				m.hook.signatures[s] = true
+			}
+		}
+		matches = append(matches, m)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("match addresses: %w", err)
+	}
+	if len(matches) == 0 {
+		return nil
+	}
+	blk, err := parseEVMBlock(b.Bytes)
+	if err != nil {
+		return err
+	}
+	transfers, err := blockTransfers(ctx, tx, e.chain, int64(b.Height))
+	if err != nil {
+		return err
+	}
+	now := e.now().UnixMilli()
+	for _, m := range matches {
+		if m.tx < 0 || m.tx >= len(blk.Block.Transactions) || m.tx >= len(blk.Receipts) {
+			return fmt.Errorf("tx %d is not in the raw block", m.tx)
+		}
+		msgID := MessageID(m.hook.id, e.chain, b.Height, m.tx)
+		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], m.hook)
+		body, err := Canonical(map[string]any{"webhookId": m.hook.id, "eventType": EventAddressActivity, "messageId": msgID, "event": event})
+		if err != nil {
+			return err
+		}
+		res, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, m.hook.id, int64(b.Height), m.tx, msgID, e.chain, string(body), now)
+		if err != nil {
+			return fmt.Errorf("write event: %w", err)
+		}
+		// An event raised again (reindex) is skipped and not queued again.
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("write event: %w", err)
+		} else if n > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, 1)
+				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + 1`, m.hook.id); err != nil {
+				return fmt.Errorf("queue event: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// chainID is the EVM chain id of the block's txs (legacy txs may lack it).
+func (e *Emitter) chainID(blk *evmRaw) string {
+	for _, t := range blk.Block.Transactions {
+		if t.ChainID != "" {
+			return decimal(t.ChainID)
+		}
+	}
+	return e.chain
+}
+
+// messageNS is the namespace of message ids (a fixed random UUID).
+var messageNS = uuid.MustParse("6f1d3c0e-5b8a-4f0e-9a47-2c7d5e3b9f10")
+
+// MessageID is the id of the event at (chain, height, position) for
+// webhook: the same whenever the block is applied again, different per
+// webhook (unique per event and endpoint).
+func MessageID(webhookID, chain string, height uint64, position int) string {
+	return uuid.NewSHA1(messageNS, []byte(webhookID+"|"+chain+"|"+strconv.FormatUint(height, 10)+"|"+strconv.Itoa(position))).String()
+}
+
+// Canonical is v as canonical JSON (JCS for the values payloads hold: sorted
+// keys, no whitespace, no HTML escaping): the body signed and sent.
+func Canonical(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// Round-trip through generic values so every object's keys are sorted.
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var g any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&g); err != nil {
+		return nil, err
+	}
+	if err := enc.Encode(g); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// evmRaw is the part of a raw EVM block ({"block":..., "receipts":[...]},
+// as the source fetched it) a payload shows.
+type evmRaw struct {
+	Block struct {
+		Hash         string  `json:"hash"`
+		Number       string  `json:"number"`
+		Timestamp    string  `json:"timestamp"`
+		ReceiptsRoot string  `json:"receiptsRoot"`
+		Transactions []rawTx `json:"transactions"`
+	} `json:"block"`
+	Receipts []rawReceipt `json:"receipts"`
+}
+
+type rawTx struct {
+	Hash                 string          `json:"hash"`
+	From                 string          `json:"from"`
+	To                   *string         `json:"to"`
+	Gas                  string          `json:"gas"`
+	GasPrice             string          `json:"gasPrice"`
+	MaxFeePerGas         string          `json:"maxFeePerGas"`
+	MaxPriorityFeePerGas string          `json:"maxPriorityFeePerGas"`
+	Input                string          `json:"input"`
+	Nonce                string          `json:"nonce"`
+	Value                string          `json:"value"`
+	Type                 string          `json:"type"`
+	ChainID              string          `json:"chainId"`
+	TransactionIndex     string          `json:"transactionIndex"`
+	AccessList           json.RawMessage `json:"accessList"`
+}
+
+type rawReceipt struct {
+	Status            string   `json:"status"`
+	CumulativeGasUsed string   `json:"cumulativeGasUsed"`
+	GasUsed           string   `json:"gasUsed"`
+	EffectiveGasPrice string   `json:"effectiveGasPrice"`
+	ContractAddress   *string  `json:"contractAddress"`
+	Logs              []rawLog `json:"logs"`
+}
+
+type rawLog struct {
+	Address          string   `json:"address"`
+	Topics           []string `json:"topics"`
+	Data             string   `json:"data"`
+	TransactionIndex string   `json:"transactionIndex"`
+	LogIndex         string   `json:"logIndex"`
+	Removed          bool     `json:"removed"`
+}
+
+func parseEVMBlock(raw []byte) (*evmRaw, error) {
+	var b evmRaw
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("parse raw block: %w", err)
+	}
+	return &b, nil
+}
+
+// decimal renders a 0x quantity in decimal ("" stays "").
+func decimal(q string) string {
+	if q == "" {
+		return ""
+	}
+	v, ok := new(big.Int).SetString(strings.TrimPrefix(strings.TrimPrefix(q, "0x"), "0X"), 16)
+	if !ok {
+		return q
+	}
+	return v.String()
+}
+
+func number(q string) int64 {
+	v, _ := strconv.ParseInt(decimal(q), 10, 64)
+	return v
+}
+
+// transfer is one ERC transfer row as a payload's ERCTransfer.
+type transfer struct {
+	TransactionHash string `json:"transactionHash"`
+	Type            string `json:"type"`
+	From            string `json:"from"`
+	To              string `json:"to"`
+	Value           string `json:"value"`
+	TokenID         string `json:"tokenId,omitempty"`
+	BlockTimestamp  int64  `json:"blockTimestamp"`
+	LogIndex        int64  `json:"logIndex"`
+	ercType         string
+}
+
+// blockTransfers reads the block's ERC transfers (evm_transfers, as the EVM
+// indexer decoded them) by tx index.
+func blockTransfers(ctx context.Context, tx *store.Tx, chain string, height int64) (map[int][]transfer, error) {
+	rows, err := tx.Query(ctx, `SELECT tx_index, tx_hash, erc_type, from_addr, to_addr, token_id, value, block_time, log_index
+		FROM evm_transfers WHERE chain_key = $1 AND block_number = $2 ORDER BY log_index, batch_index`, chain, height)
+	if err != nil {
+		return nil, fmt.Errorf("read transfers: %w", err)
+	}
+	defer rows.Close()
+	out := map[int][]transfer{}
+	for rows.Next() {
+		var t transfer
+		var i int
+		if err := rows.Scan(&i, store.ScanHex(&t.TransactionHash), &t.ercType, store.ScanHex(&t.From), store.ScanHex(&t.To),
+			&t.TokenID, &t.Value, &t.BlockTimestamp, &t.LogIndex); err != nil {
+			return nil, fmt.Errorf("read transfers: %w", err)
+		}
+		t.Type = strings.ReplaceAll(t.ercType, "-", "")
+		out[i] = append(out[i], t)
+	}
+	return out, rows.Err()
+}
+
+// transactionEvent is the TransactionEvent of tx i for hook.
+func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, hook evmHook) map[string]any {
+	t, r := b.Block.Transactions[i], b.Receipts[i]
+	to := ""
+	if t.To != nil {
+		to = *t.To
+	}
+	tr := map[string]any{
+		"blockHash": b.Block.Hash, "blockNumber": decimal(b.Block.Number), "from": t.From, "gas": decimal(t.Gas),
+		"gasPrice": decimal(t.GasPrice), "maxFeePerGas": decimal(t.MaxFeePerGas), "maxPriorityFeePerGas": decimal(t.MaxPriorityFeePerGas),
+		"txHash": t.Hash, "txStatus": decimal(r.Status), "input": t.Input, "nonce": decimal(t.Nonce), "to": to,
+		"transactionIndex": i, "value": decimal(t.Value), "type": number(t.Type), "chainId": chainID,
+		"receiptCumulativeGasUsed": decimal(r.CumulativeGasUsed), "receiptGasUsed": decimal(r.GasUsed),
+		"receiptEffectiveGasPrice": decimal(r.EffectiveGasPrice), "receiptRoot": b.Block.ReceiptsRoot,
+		"blockTimestamp": number(b.Block.Timestamp),
+	}
+	// Legacy txs carry no fee caps: their cap is the gas price.
+	if tr["maxFeePerGas"] == "" {
+		tr["maxFeePerGas"] = tr["gasPrice"]
+	}
+	if tr["maxPriorityFeePerGas"] == "" {
+		tr["maxPriorityFeePerGas"] = tr["gasPrice"]
+	}
+	if r.ContractAddress != nil && *r.ContractAddress != "" {
+		tr["contractAddress"] = *r.ContractAddress
+	}
+	// AccessListData names the address accessAddresses.
+	if len(t.AccessList) > 0 {
+		var al []struct {
+			Address     string   `json:"address"`
+			StorageKeys []string `json:"storageKeys"`
+		}
+		if json.Unmarshal(t.AccessList, &al) == nil && len(al) > 0 {
+			out := make([]map[string]any, len(al))
+			for k, a := range al {
+				keys := a.StorageKeys
+				if keys == nil {
+					keys = []string{}
+				}
+				out[k] = map[string]any{"accessAddresses": a.Address, "storageKeys": keys}
+			}
+			tr["accessList"] = out
+		}
+	}
+	byType := map[string][]transfer{"ERC-20": {}, "ERC-721": {}, "ERC-1155": {}}
+	for _, x := range transfers {
+		byType[x.ercType] = append(byType[x.ercType], x)
+	}
+	tr["erc20Transfers"], tr["erc721Transfers"], tr["erc1155Transfers"] = byType["ERC-20"], byType["ERC-721"], byType["ERC-1155"]
+	event := map[string]any{"transaction": tr}
+	if hook.includeLogs {
+		logs := []map[string]any{}
+		for _, l := range r.Logs {
+			topic := func(k int) string {
+				if k < len(l.Topics) {
+					return l.Topics[k]
+				}
+				return ""
+			}
+			if hook.signatures != nil && !hook.signatures[strings.ToLower(topic(0))] {
+				continue
+			}
+			lm := map[string]any{"address": l.Address, "topic0": topic(0), "data": l.Data,
+				"transactionIndex": number(l.TransactionIndex), "logIndex": number(l.LogIndex), "removed": l.Removed}
+			for k := 1; k < 4; k++ {
+				if s := topic(k); s != "" {
+					lm["topic"+strconv.Itoa(k)] = s
+				}
+			}
+			logs = append(logs, lm)
+		}
+		event["logs"] = logs
+	}
+	return event
+}
