@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -82,15 +83,34 @@ func TestMetricsAndAccessLog(t *testing.T) {
 		t.Fatalf("answers %v, want three 200 and one 429", codes)
 	}
 
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// A batch is measured right after its commit, so the health check can
+	// see a chain indexed a moment before its batch is counted: scrape until
+	// every chain's blocks are (or time runs out, and the checks below say
+	// what is missing).
+	scrape := func() map[string]*dto.MetricFamily {
+		resp, err := http.Get("http://" + admin + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var parser expfmt.TextParser
+		fams, err := parser.TextToMetricFamilies(resp.Body)
+		if err != nil {
+			t.Fatalf("the text parser refuses /metrics: %v", err)
+		}
+		return fams
 	}
-	defer resp.Body.Close()
-	var parser expfmt.TextParser
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("the text parser refuses /metrics: %v", err)
+	var fams map[string]*dto.MetricFamily
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		fams = scrape()
+		all := true
+		for chain, tip := range tips {
+			got, ok := value(fams, "permafrost_ingest_blocks_total", map[string]string{"chain": chain})
+			all = all && ok && got == tip+1
+		}
+		if all || time.Now().After(deadline) {
+			break
+		}
 	}
 	for chain, tip := range tips {
 		for name, want := range map[string]float64{
