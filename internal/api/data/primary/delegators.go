@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/permafrost-dev/permafrost/internal/api"
 )
 
 // DelegationStatuses is the DelegationStatusType enumeration.
@@ -155,15 +154,9 @@ func (h *handlers) listDelegators(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	if err := h.checkChain(ctx, "P"); err != nil {
-		return nil, err
-	}
-	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	tipTime, err := h.pChainTipTime(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
 	}
 	sp := &stakerPage{where: []string{`s.kind = 'DELEGATOR'`}}
 	if len(addrs) > 0 {
@@ -249,15 +242,9 @@ func (h *handlers) listPendingRewards(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	if err := h.checkChain(ctx, "P"); err != nil {
-		return nil, err
-	}
-	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	tipTime, err := h.pChainTipTime(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
 	}
 	// Primary-network stakers not yet rewarded (permissioned subnet
 	// validators earn nothing).

@@ -206,6 +206,22 @@ func (h *handlers) encodeCursor(q *request, route string, cur any) string {
 // tip is the chain's indexed tip: height and block time (ok false when
 // nothing is indexed yet). The checkpoint is written in the same
 // transaction as the rows of its blocks.
+// pChainTipTime is the P-chain's indexed tip time, after the chain's health
+// check (the staking listings' "now"); a 503 before anything is indexed.
+func (h *handlers) pChainTipTime(ctx context.Context) (int64, error) {
+	if err := h.checkChain(ctx, "P"); err != nil {
+		return 0, err
+	}
+	_, t, ok, err := tip(ctx, h.d.DB, "P")
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 0, api.Unavailable("the P-chain has not been indexed yet; try again later")
+	}
+	return t, nil
+}
+
 func tip(ctx context.Context, db *store.DB, chainKey string) (height, time int64, ok bool, err error) {
 	err = db.QueryRowContext(ctx, `SELECT height, block_time FROM checkpoints WHERE chain_key = $1`, chainKey).Scan(&height, &time)
 	if err == nil {

@@ -124,15 +124,9 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	if err := h.checkChain(ctx, "P"); err != nil {
-		return nil, err
-	}
-	_, tipTime, ok, err := tip(ctx, h.d.DB, "P")
+	tipTime, err := h.pChainTipTime(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, api.Unavailable("the P-chain has not been indexed yet; try again later")
 	}
 	vq.tipTime = tipTime
 	vq.maxStake = new(big.Int).SetUint64(avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake)
