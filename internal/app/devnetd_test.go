@@ -306,6 +306,49 @@ func TestDevnetD(t *testing.T) {
 			if balances != 3 {
 				t.Errorf("compared %d recorded L1 balances, want 3", balances)
 			}
+
+			// The L1 validators on the P-chain (weights, fee balances left,
+			// owners) are the node's platform.getL1Validator answers.
+			validators := 0
+			for _, e := range rec.Exchanges {
+				if e.Endpoint != "/ext/bc/P" || e.Method != "platform.getL1Validator" {
+					continue
+				}
+				var r struct {
+					Result *struct {
+						NodeID       string `json:"nodeID"`
+						Weight       string `json:"weight"`
+						ValidationID string `json:"validationID"`
+						Balance      string `json:"balance"`
+						SubnetID     string `json:"subnetID"`
+					} `json:"result"`
+				}
+				if err := json.Unmarshal(e.Response, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Result == nil {
+					continue // removed: not listed, as the node says
+				}
+				validators++
+				var got struct {
+					Validators []struct {
+						ValidationID     string `json:"validationId"`
+						NodeID           string `json:"nodeId"`
+						SubnetID         string `json:"subnetId"`
+						Weight           uint64 `json:"weight"`
+						RemainingBalance uint64 `json:"remainingBalance"`
+					} `json:"validators"`
+				}
+				v := r.Result
+				code := getJSON(t, s.base+"/v1/networks/testnet/l1Validators?l1ValidationId="+v.ValidationID, &got)
+				if code != 200 || len(got.Validators) != 1 || got.Validators[0].NodeID != v.NodeID || got.Validators[0].SubnetID != v.SubnetID ||
+					fmt.Sprint(got.Validators[0].Weight) != v.Weight || fmt.Sprint(got.Validators[0].RemainingBalance) != v.Balance {
+					t.Errorf("L1 validator %s: %d %+v, node says %+v", v.ValidationID, code, got.Validators, *v)
+				}
+			}
+			if validators < 3 {
+				t.Errorf("compared %d recorded L1 validators", validators)
+			}
 		})
 	}
 }
