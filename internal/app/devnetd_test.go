@@ -307,6 +307,85 @@ func TestDevnetD(t *testing.T) {
 				t.Errorf("compared %d recorded L1 balances, want 3", balances)
 			}
 
+			// The L1's blocks and transactions are the node's
+			// (eth_getBlockByNumber, eth_getTransactionByHash + receipt).
+			l1Blocks, l1Txs := 0, 0
+			for _, e := range rec.Exchanges {
+				if !strings.Contains(e.Endpoint, fx.L1.BlockchainID) {
+					continue
+				}
+				switch e.Method {
+				case "eth_getBlockByNumber":
+					var r struct {
+						Result *struct {
+							Number       string            `json:"number"`
+							Hash         string            `json:"hash"`
+							ParentHash   string            `json:"parentHash"`
+							GasUsed      string            `json:"gasUsed"`
+							Transactions []json.RawMessage `json:"transactions"`
+						} `json:"result"`
+					}
+					if json.Unmarshal(e.Response, &r) != nil || r.Result == nil {
+						continue
+					}
+					l1Blocks++
+					b := r.Result
+					n, _ := new(big.Int).SetString(strings.TrimPrefix(b.Number, "0x"), 16)
+					gas, _ := new(big.Int).SetString(strings.TrimPrefix(b.GasUsed, "0x"), 16)
+					var got struct {
+						BlockNumber string `json:"blockNumber"`
+						BlockHash   string `json:"blockHash"`
+						ParentHash  string `json:"parentHash"`
+						TxCount     int    `json:"txCount"`
+						GasUsed     string `json:"gasUsed"`
+					}
+					code := getJSON(t, s.base+"/v1/chains/"+l1+"/blocks/"+b.Hash, &got)
+					if code != 200 || got.BlockNumber != n.String() || got.BlockHash != b.Hash || got.ParentHash != b.ParentHash ||
+						got.TxCount != len(b.Transactions) || got.GasUsed != gas.String() {
+						t.Errorf("L1 block %s: %d %+v, node says %s %s parent %s, %d txs, gas %s", b.Number, code, got, n, b.Hash, b.ParentHash, len(b.Transactions), gas)
+					}
+				case "eth_getTransactionByHash":
+					var r struct {
+						Result *struct {
+							Hash  string `json:"hash"`
+							From  string `json:"from"`
+							To    string `json:"to"`
+							Value string `json:"value"`
+							Nonce string `json:"nonce"`
+						} `json:"result"`
+					}
+					if json.Unmarshal(e.Response, &r) != nil || r.Result == nil {
+						continue
+					}
+					l1Txs++
+					x := r.Result
+					value, _ := new(big.Int).SetString(strings.TrimPrefix(x.Value, "0x"), 16)
+					nonce, _ := new(big.Int).SetString(strings.TrimPrefix(x.Nonce, "0x"), 16)
+					var got struct {
+						NativeTransaction struct {
+							TxHash string `json:"txHash"`
+							Value  string `json:"value"`
+							Nonce  string `json:"nonce"`
+							From   struct {
+								Address string `json:"address"`
+							} `json:"from"`
+							To struct {
+								Address string `json:"address"`
+							} `json:"to"`
+						} `json:"nativeTransaction"`
+					}
+					code := getJSON(t, s.base+"/v1/chains/"+l1+"/transactions/"+x.Hash, &got)
+					g := got.NativeTransaction
+					if code != 200 || g.TxHash != x.Hash || !strings.EqualFold(g.From.Address, x.From) || (x.To != "" && !strings.EqualFold(g.To.Address, x.To)) ||
+						g.Value != value.String() || g.Nonce != nonce.String() {
+						t.Errorf("L1 tx %s: %d %+v, node says from %s to %s value %s nonce %s", x.Hash, code, g, x.From, x.To, value, nonce)
+					}
+				}
+			}
+			if l1Blocks < 12 || l1Txs < 12 {
+				t.Errorf("compared %d L1 blocks and %d L1 txs", l1Blocks, l1Txs)
+			}
+
 			// The L1 validators on the P-chain (weights, fee balances left,
 			// owners) are the node's platform.getL1Validator answers.
 			validators := 0
