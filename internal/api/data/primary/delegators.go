@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-
 )
 
 // DelegationStatuses is the DelegationStatusType enumeration.
