@@ -266,23 +266,13 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 		if err != nil {
 			return nil, err
 		}
-		lo, hi, empty := blockRange(q.p, q.tip)
-		limit := q.p.PageSize(defaultPageSize, 1, maxListPage)
-		key := filterKey(q)
-		var c transferCursor
-		after := h.pageCursor(q.p, route, key, &c)
-		if after && (c.Tip < 0 || c.Tip > q.tip) {
-			q.p.Fail("pageToken is invalid")
-		}
-		if err := q.p.Err(); err != nil {
+		w, err := h.transferWindow(q, route)
+		if err != nil {
 			return nil, err
 		}
+		lo, hi, limit, key, c, after := w.lo, w.hi, w.limit, w.key, w.c, w.after
 		resp := ListTransfersTxResponse{Transactions: []Transfer{}}
-		if !after {
-			c.Tip = q.tip
-		}
-		hi = min(hi, c.Tip)
-		if empty || lo > hi {
+		if w.empty {
 			return resp, nil
 		}
 		ctx := r.Context()

@@ -49,23 +49,13 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		return nil, err
 	}
 	const route = "evm.listTransfers"
-	lo, hi, empty := blockRange(q.p, q.tip)
-	limit := q.p.PageSize(defaultPageSize, 1, maxListPage)
-	key := filterKey(q)
-	var c transferCursor
-	after := h.pageCursor(q.p, route, key, &c)
-	if after && (c.Tip < 0 || c.Tip > q.tip) {
-		q.p.Fail("pageToken is invalid")
-	}
-	if err := q.p.Err(); err != nil {
+	w, err := h.transferWindow(q, route)
+	if err != nil {
 		return nil, err
 	}
+	lo, hi, limit, key, c, after := w.lo, w.hi, w.limit, w.key, w.c, w.after
 	resp := ListTransfersResponse{Transfers: []Transfer{}}
-	if !after {
-		c.Tip = q.tip
-	}
-	hi = min(hi, c.Tip)
-	if empty || lo > hi {
+	if w.empty {
 		return resp, nil
 	}
 	ctx := r.Context()
@@ -132,4 +122,36 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		return nil, fmt.Errorf("transfers of %s: %w", q.addr, err)
 	}
 	return resp, nil
+}
+
+// transferWindow is what a transfer listing reads before its query: the
+// block range (bounded by the tip the first page saw, which its page token
+// carries), the page size and the cursor. empty: nothing to list.
+type transferWindow struct {
+	lo, hi       int64
+	limit        int
+	key          string
+	c            transferCursor
+	after, empty bool
+}
+
+func (h *handlers) transferWindow(q *chainReq, route string) (transferWindow, error) {
+	var w transferWindow
+	var empty bool
+	w.lo, w.hi, empty = blockRange(q.p, q.tip)
+	w.limit = q.p.PageSize(defaultPageSize, 1, maxListPage)
+	w.key = filterKey(q)
+	w.after = h.pageCursor(q.p, route, w.key, &w.c)
+	if w.after && (w.c.Tip < 0 || w.c.Tip > q.tip) {
+		q.p.Fail("pageToken is invalid")
+	}
+	if err := q.p.Err(); err != nil {
+		return w, err
+	}
+	if !w.after {
+		w.c.Tip = q.tip
+	}
+	w.hi = min(w.hi, w.c.Tip)
+	w.empty = empty || w.lo > w.hi
+	return w, nil
 }
