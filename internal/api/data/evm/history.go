@@ -44,23 +44,14 @@ func (h *handlers) history(r *http.Request, v2 bool) (any, error) {
 		filterSpam = q.p.Bool("filterSpamTokens", true)
 	}
 	desc := q.p.Enum("sortOrder", "desc", "asc", "desc") == "desc"
-	lo, hi, empty := blockRange(q.p, q.tip)
-	limit := q.p.PageSize(defaultPageSize, 1, maxListPage)
-	key := filterKey(q)
 	var c historyCursor
-	after := h.pageCursor(q.p, route, key, &c)
-	if after && (c.Tip < 0 || c.Tip > q.tip) {
-		q.p.Fail("pageToken is invalid")
-	}
-	if err := q.p.Err(); err != nil {
+	w, err := h.listWindow(q, route, &c, &c.Tip)
+	if err != nil {
 		return nil, err
 	}
+	lo, hi, limit, key, after := w.lo, w.hi, w.limit, w.key, w.after
 	resp := ListTransactionDetailsResponse{Transactions: []TransactionDetails{}}
-	if !after {
-		c.Tip = q.tip
-	}
-	hi = min(hi, c.Tip)
-	if empty || lo > hi {
+	if w.empty {
 		return resp, nil
 	}
 	var from *txKey
@@ -266,11 +257,12 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 		if err != nil {
 			return nil, err
 		}
-		w, err := h.transferWindow(q, route)
+		var c transferCursor
+		w, err := h.listWindow(q, route, &c, &c.Tip)
 		if err != nil {
 			return nil, err
 		}
-		lo, hi, limit, key, c, after := w.lo, w.hi, w.limit, w.key, w.c, w.after
+		lo, hi, limit, key, after := w.lo, w.hi, w.limit, w.key, w.after
 		resp := ListTransfersTxResponse{Transactions: []Transfer{}}
 		if w.empty {
 			return resp, nil

@@ -57,23 +57,14 @@ func (h *handlers) listInternals(r *http.Request) (any, error) {
 		return nil, err
 	}
 	const route = "evm.listInternals"
-	lo, hi, empty := blockRange(q.p, q.tip)
-	limit := q.p.PageSize(defaultPageSize, 1, maxListPage)
-	key := filterKey(q)
 	var c internalCursor
-	after := h.pageCursor(q.p, route, key, &c)
-	if after && (c.Tip < 0 || c.Tip > q.tip) {
-		q.p.Fail("pageToken is invalid")
-	}
-	if err := q.p.Err(); err != nil {
+	w, err := h.listWindow(q, route, &c, &c.Tip)
+	if err != nil {
 		return nil, err
 	}
+	lo, hi, limit, key, after := w.lo, w.hi, w.limit, w.key, w.after
 	resp := ListInternalTransactionsResponse{Transactions: []InternalTransaction{}}
-	if !after {
-		c.Tip = q.tip
-	}
-	hi = min(hi, c.Tip)
-	if empty || lo > hi {
+	if w.empty {
 		return resp, nil
 	}
 	vals := map[string]any{"chain": q.chain.Key, "addr": store.Hex(q.addr), "lo": lo, "hi": hi, "limit": limit + 1}

@@ -49,11 +49,12 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 		return nil, err
 	}
 	const route = "evm.listTransfers"
-	w, err := h.transferWindow(q, route)
+	var c transferCursor
+	w, err := h.listWindow(q, route, &c, &c.Tip)
 	if err != nil {
 		return nil, err
 	}
-	lo, hi, limit, key, c, after := w.lo, w.hi, w.limit, w.key, w.c, w.after
+	lo, hi, limit, key, after := w.lo, w.hi, w.limit, w.key, w.after
 	resp := ListTransfersResponse{Transfers: []Transfer{}}
 	if w.empty {
 		return resp, nil
@@ -124,34 +125,36 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 	return resp, nil
 }
 
-// transferWindow is what a transfer listing reads before its query: the
-// block range (bounded by the tip the first page saw, which its page token
-// carries), the page size and the cursor. empty: nothing to list.
-type transferWindow struct {
+// listWindow is what an address listing reads before its query: the block
+// range (bounded by the tip the first page saw, which its page token
+// carries), the page size and whether a page token was given (then decoded
+// into the caller's cursor). empty: nothing to list.
+type listWindow struct {
 	lo, hi       int64
 	limit        int
 	key          string
-	c            transferCursor
 	after, empty bool
 }
 
-func (h *handlers) transferWindow(q *chainReq, route string) (transferWindow, error) {
-	var w transferWindow
+// listWindow reads the window into w; cursor is the listing's page token
+// type and tip its Tip field.
+func (h *handlers) listWindow(q *chainReq, route string, cursor any, tip *int64) (listWindow, error) {
+	var w listWindow
 	var empty bool
 	w.lo, w.hi, empty = blockRange(q.p, q.tip)
 	w.limit = q.p.PageSize(defaultPageSize, 1, maxListPage)
 	w.key = filterKey(q)
-	w.after = h.pageCursor(q.p, route, w.key, &w.c)
-	if w.after && (w.c.Tip < 0 || w.c.Tip > q.tip) {
+	w.after = h.pageCursor(q.p, route, w.key, cursor)
+	if w.after && (*tip < 0 || *tip > q.tip) {
 		q.p.Fail("pageToken is invalid")
 	}
 	if err := q.p.Err(); err != nil {
 		return w, err
 	}
 	if !w.after {
-		w.c.Tip = q.tip
+		*tip = q.tip
 	}
-	w.hi = min(w.hi, w.c.Tip)
+	w.hi = min(w.hi, *tip)
 	w.empty = empty || w.lo > w.hi
 	return w, nil
 }
