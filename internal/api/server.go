@@ -41,6 +41,17 @@ type Mux struct {
 	jsonRPC []string
 	// patterns are the registered routes (the /openapi.json document).
 	patterns []string
+	// aliases rewrite deprecated paths before routing (Alias).
+	aliases []func(method, path string) (string, bool)
+}
+
+// Alias makes the router answer a path that rewrite maps to another path
+// as that path. It is for deprecated paths of the hosted service that the
+// standard mux cannot hold beside the current routes: a pattern like
+// /v1/chains/address/{address} conflicts with /v1/chains/{chainId}/blocks
+// (both match /v1/chains/address/blocks), so it is rewritten instead.
+func (m *Mux) Alias(rewrite func(method, path string) (string, bool)) {
+	m.aliases = append(m.aliases, rewrite)
 }
 
 // register registers h on pattern and records the pattern.
@@ -172,6 +183,12 @@ func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // on the request it is given; the access log and metrics read it from the
 // request's reqInfo.
 func (m *Mux) route(w http.ResponseWriter, r *http.Request) {
+	for _, rewrite := range m.aliases {
+		if p, ok := rewrite(r.Method, r.URL.Path); ok {
+			r.URL.Path, r.URL.RawPath = p, ""
+			break
+		}
+	}
 	m.mux.ServeHTTP(w, r)
 	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
 		ri.route = r.Pattern

@@ -213,6 +213,28 @@ func TestDevnetD(t *testing.T) {
 				if code := getJSON(t, s.base+"/v1/teleporter/messages/"+m.MessageID, &old); code != 200 || old.MessageID != got.MessageID || old.Status != got.Status {
 					t.Errorf("message %d on /v1/teleporter: %d %+v", m.N, code, old)
 				}
+				// Its send and receive transactions name it
+				// (teleporterMessageInfo), with the other chain's EVM
+				// chain id.
+				for _, side := range []struct{ chain, tx, dir, src, dst string }{
+					{evmID[m.SourceBlockchainID], m.SendTxHash, "SOURCE_TRANSACTION", "", evmID[m.DestinationBlockchainID]},
+					{evmID[m.DestinationBlockchainID], m.ReceiveTxHash, "DESTINATION_TRANSACTION", evmID[m.SourceBlockchainID], ""},
+				} {
+					var tx struct {
+						Info *struct {
+							ID                 string `json:"teleporterMessageId"`
+							Direction          string `json:"direction"`
+							SourceChainID      string `json:"sourceChainId"`
+							DestinationChainID string `json:"destinationChainId"`
+						} `json:"teleporterMessageInfo"`
+					}
+					code := getJSON(t, s.base+"/v1/chains/"+side.chain+"/transactions/"+side.tx, &tx)
+					if i := tx.Info; code != 200 || i == nil || i.ID != strings.TrimPrefix(m.MessageID, "0x") || i.Direction != side.dir ||
+						i.SourceChainID != side.src || i.DestinationChainID != side.dst {
+						t.Errorf("message %d: tx %s on %s: %d %+v, want %s %s src %q dst %q", m.N, side.tx, side.chain, code, tx.Info,
+							m.MessageID, side.dir, side.src, side.dst)
+					}
+				}
 			}
 
 			// Listings: newest first, paged without repeats, filtered by

@@ -85,6 +85,8 @@ const cases = {
     { chainId: facts.chainId, address: facts.cAddr, expect: "error" },
   ],
   dataEvmAddressChainsList: [{ address: facts.cAddr }, { address: "0x" + "00".repeat(19) + "01" }],
+  // The deprecated /v1/chains/address/{address} (an alias of the above).
+  dataEvmChainsGetAddressChains: [{ address: facts.cAddr }],
   dataEvmBlocksListLatest: [{ chainId: facts.chainId, pageSize: 3 }],
   dataEvmBlocksListLatestAllChains: [{ pageSize: 3 }, { network: facts.network }],
   dataEvmBlocksGet: [

@@ -163,6 +163,15 @@ func register(mux *api.Mux, h *handlers) {
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}
+	// The deprecated getAddressChains (/v1/chains/address/{address}, still
+	// called by the SDK) is /v1/address/{address}/chains under its old path.
+	mux.Alias(func(method, path string) (string, bool) {
+		addr, ok := strings.CutPrefix(path, "/v1/chains/address/")
+		if !ok || method != http.MethodGet || addr == "" || strings.Contains(addr, "/") {
+			return "", false
+		}
+		return "/v1/address/" + addr + "/chains", true
+	})
 }
 
 type handlers struct {

@@ -142,6 +142,9 @@ func (h *handlers) txDetail(ctx context.Context, q *chainReq, currency, cond str
 			Decimals: t.Decimals, LogoURI: t.LogoURI, Description: t.Description}},
 		InternalTransactions: internals[k],
 	}
+	if resp.TeleporterMessageInfo, err = h.teleporterMessageInfo(ctx, q.chain.Key, k.Block, d.TxHash); err != nil {
+		return nil, err
+	}
 	if x := xfers[k]; x != nil {
 		resp.Erc20Transfers, resp.Erc721Transfers, resp.Erc1155Transfers = x.erc20, x.erc721, x.erc1155
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 )
 
@@ -538,7 +539,16 @@ func TestAddressChains(t *testing.T) {
 			if got != want || (!want && len(l.IndexedChains) != 0) || l.UnindexedChains == nil {
 				t.Errorf("%s: %+v, want active=%v", a, l, want)
 			}
+			// The deprecated getAddressChains path (not in the published
+			// document; the SDK still calls it) answers the same.
+			_, cur := e.do(t, "/v1/address/"+a+"/chains")
+			if code, old := apitest.ServeUnvalidated(t, e.mux, "GET", "/v1/chains/address/"+a); code != 200 || string(old) != string(cur) {
+				t.Errorf("/v1/chains/address/%s: %d %s, want %s", a, code, old, cur)
+			}
 		}
 		e.fails(t, "/v1/address/X-custom1abc/chains", 400, "address")
+		if code, body := apitest.ServeUnvalidated(t, e.mux, "GET", "/v1/chains/address/X-custom1abc"); code != 400 || !strings.Contains(string(body), "address") {
+			t.Errorf("deprecated path, bad address: %d %s", code, body)
+		}
 	})
 }

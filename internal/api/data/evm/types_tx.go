@@ -79,12 +79,23 @@ type InternalTransactionDetails struct {
 
 // GetTransactionResponse answers getTransaction and getDeploymentTransaction.
 type GetTransactionResponse struct {
-	Erc20Transfers       []TransferDetails            `json:"erc20Transfers,omitempty"`
-	Erc721Transfers      []TransferDetails            `json:"erc721Transfers,omitempty"`
-	Erc1155Transfers     []TransferDetails            `json:"erc1155Transfers,omitempty"`
-	InternalTransactions []InternalTransactionDetails `json:"internalTransactions,omitempty"`
-	NetworkTokenDetails  NetworkTokenDetails          `json:"networkTokenDetails"`
-	NativeTransaction    FullNativeTransactionDetails `json:"nativeTransaction"`
+	Erc20Transfers        []TransferDetails            `json:"erc20Transfers,omitempty"`
+	Erc721Transfers       []TransferDetails            `json:"erc721Transfers,omitempty"`
+	Erc1155Transfers      []TransferDetails            `json:"erc1155Transfers,omitempty"`
+	InternalTransactions  []InternalTransactionDetails `json:"internalTransactions,omitempty"`
+	NetworkTokenDetails   NetworkTokenDetails          `json:"networkTokenDetails"`
+	NativeTransaction     FullNativeTransactionDetails `json:"nativeTransaction"`
+	TeleporterMessageInfo *TeleporterMessageInfo       `json:"teleporterMessageInfo,omitempty"`
+}
+
+// TeleporterMessageInfo is the ICM message a transaction sent (direction
+// SOURCE_TRANSACTION, destinationChainId) or received
+// (DESTINATION_TRANSACTION, sourceChainId).
+type TeleporterMessageInfo struct {
+	TeleporterMessageID string `json:"teleporterMessageId"`
+	Direction           string `json:"direction"`
+	SourceChainID       string `json:"sourceChainId,omitempty"`
+	DestinationChainID  string `json:"destinationChainId,omitempty"`
 }
 
 // TransactionDetails is one item of an address's history (v1 and v2).
