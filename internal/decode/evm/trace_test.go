@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -79,7 +80,73 @@ func TestTracedGeneratedChain(t *testing.T) {
 		if _, ok := facts[string(allAddr)]; ok || len(facts) != 1 {
 			t.Fatalf("traced chain: untrusted facts %v, want only value in contracts", facts)
 		}
+		// The wrapper's token balances (WETH9-style Deposit/Withdrawal, no
+		// Transfer) are the generator's: deposits and withdrawals paid to the
+		// caller or a third party count, a Withdrawal whose payment failed
+		// (no value backs it) does not.
+		for _, c := range []struct {
+			g      *Generator
+			height int
+		}{{mid, n/2 - 1}, {gen, n - 1}} {
+			wrapped := c.g.Wrapped()
+			if len(wrapped) < 10 {
+				t.Fatalf("only %d accounts ever wrapped", len(wrapped))
+			}
+			for a, want := range wrapped {
+				if got := storedTokenBalance(t, db, gen.Wrapper(), a, c.height); got.Cmp(want) != 0 {
+					t.Fatalf("wrapped balance of %s after block %d: %s, generator %s", a.Hex(), c.height, got, want)
+				}
+			}
+		}
+		if toks := untrustedTokens(t, db); len(toks) != 0 {
+			t.Fatalf("traced chain: untrusted tokens %v", toks)
+		}
+		var xfers int
+		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM evm_transfers WHERE chain_key = 'gen' AND token = $1`,
+			gen.Wrapper().Bytes()).Scan(&xfers); err != nil || xfers != 0 {
+			t.Fatalf("wrapper deposits/withdrawals listed as %d transfers (%v): they are not Transfer events", xfers, err)
+		}
 	})
+}
+
+// storedTokenBalance is holder's ERC-20 balance of token after block n.
+func storedTokenBalance(t *testing.T, db *store.DB, token, holder common.Address, n int) *big.Int {
+	t.Helper()
+	var s string
+	err := db.QueryRowContext(context.Background(), `SELECT balance FROM evm_token_balance_history
+		WHERE chain_key = 'gen' AND holder = $1 AND erc_type = 'ERC-20' AND token = $2 AND token_id = '' AND block_number <= $3
+		ORDER BY block_number DESC LIMIT 1`, holder[:], token[:], n).Scan(&s)
+	if errors.Is(err, sql.ErrNoRows) {
+		return new(big.Int)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		t.Fatalf("balance %q", s)
+	}
+	return v
+}
+
+// untrustedTokens are the chain's evm_untrusted_tokens rows: token -> since.
+func untrustedTokens(t *testing.T, db *store.DB) map[common.Address]int64 {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT token, since_block FROM evm_untrusted_tokens WHERE chain_key = 'gen'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[common.Address]int64{}
+	for rows.Next() {
+		var a []byte
+		var since int64
+		if err := rows.Scan(&a, &since); err != nil {
+			t.Fatal(err)
+		}
+		out[common.BytesToAddress(a)] = since
+	}
+	return out
 }
 
 // untrustedFacts are the chain's evm_untrusted_balances rows: address -> since.
@@ -143,6 +210,26 @@ func TestUntracedGeneratedChain(t *testing.T) {
 		for a, want := range before.Ledger() {
 			if got := storedBalance(t, db, a, int(since)-1); got.Cmp(want) != 0 {
 				t.Fatalf("%s after block %d (before the untrusted mark %d): %s, ledger %s", a.Hex(), since-1, since, got, want)
+			}
+		}
+		// A Withdrawal cannot be checked without traces: the wrapper token is
+		// untrusted from the first block that has one; its deposits before
+		// (paid by the tx itself) are exact.
+		first := -1
+		for i := range blocks {
+			if bytes.Contains(blocks[i].Bytes, []byte(topicWithdrawal.Hex()[2:])) {
+				first = i
+				break
+			}
+		}
+		toks := untrustedTokens(t, db)
+		if first < 0 || len(toks) != 1 || toks[gen.Wrapper()] != int64(first) {
+			t.Fatalf("untrusted tokens %v, want the wrapper %s from block %d", toks, gen.Wrapper().Hex(), first)
+		}
+		wbefore, _ := tracedGenerated(11, first)
+		for a, want := range wbefore.Wrapped() {
+			if got := storedTokenBalance(t, db, gen.Wrapper(), a, first-1); got.Cmp(want) != 0 {
+				t.Fatalf("wrapped balance of %s after block %d: %s, generator %s", a.Hex(), first-1, got, want)
 			}
 		}
 	})

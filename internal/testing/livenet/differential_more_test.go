@@ -1,0 +1,276 @@
+package livenet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ava-labs/libevm/common/hexutil"
+)
+
+// getJSON GETs a data-service URL and decodes its 200 answer into out.
+func getJSON(ctx context.Context, u string, out any) error {
+	code, body, err := httpGet(ctx, u)
+	if err != nil {
+		return err
+	}
+	if code != 200 {
+		return fmt.Errorf("GET %s: HTTP %d: %s", u, code, truncate(string(body), 300))
+	}
+	return json.Unmarshal(body, out)
+}
+
+// diffFields lists the members of want that got does not equal, in key order.
+func diffFields(got, want map[string]string) []string {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var d []string
+	for _, k := range keys {
+		if got[k] != want[k] {
+			d = append(d, fmt.Sprintf("%s: permafrost %q, node %q", k, got[k], want[k]))
+		}
+	}
+	return d
+}
+
+// evmBlocks compares every block of C and the L1 as the data service
+// serves it by number and by hash (/v1/chains/{chainId}/blocks/{blockId})
+// with the node's eth_getBlockByNumber and its receipts (fees).
+func (c *comparer) evmBlocks(ctx context.Context) {
+	for _, chain := range []string{ChainC, ChainL1} {
+		rpcURL, chainID := c.n.CRPCURL(), c.n.CEVMChainID.String()
+		if chain == ChainL1 {
+			rpcURL, chainID = c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
+		}
+		kind := chain + " EVM block (blocks/{number|hash} vs eth_getBlockByNumber + receipts)"
+		cumulative := uint64(0)
+		for h := uint64(0); h <= c.tips[chain]; h++ {
+			where := fmt.Sprintf("height %d", h)
+			var nb struct {
+				Hash          string          `json:"hash"`
+				ParentHash    string          `json:"parentHash"`
+				Timestamp     hexutil.Uint64  `json:"timestamp"`
+				GasUsed       hexutil.Uint64  `json:"gasUsed"`
+				GasLimit      hexutil.Uint64  `json:"gasLimit"`
+				BaseFee       *hexutil.Big    `json:"baseFeePerGas"`
+				BlockGasCost  *hexutil.Big    `json:"blockGasCost"`
+				Transactions  []string        `json:"transactions"`
+				TimestampMs   *hexutil.Uint64 `json:"timestampMilliseconds"`
+				MinDelayExcss *hexutil.Uint64 `json:"minDelayExcess"`
+			}
+			if err := rpcCall(ctx, rpcURL, "eth_getBlockByNumber", []any{hexutil.EncodeUint64(h), false}, &nb); err != nil {
+				c.rep.check(kind, where, []string{"node: " + err.Error()})
+				continue
+			}
+			var receipts []struct {
+				GasUsed           hexutil.Uint64 `json:"gasUsed"`
+				EffectiveGasPrice hexutil.Big    `json:"effectiveGasPrice"`
+			}
+			if err := rpcCall(ctx, rpcURL, "eth_getBlockReceipts", []any{hexutil.EncodeUint64(h)}, &receipts); err != nil {
+				c.rep.check(kind, where, []string{"node receipts: " + err.Error()})
+				continue
+			}
+			fees := new(big.Int)
+			for _, r := range receipts {
+				fees.Add(fees, new(big.Int).Mul(new(big.Int).SetUint64(uint64(r.GasUsed)), (*big.Int)(&r.EffectiveGasPrice)))
+			}
+			cumulative += uint64(len(nb.Transactions))
+			bigOr0 := func(v *hexutil.Big) string {
+				if v == nil {
+					return "0"
+				}
+				return (*big.Int)(v).String()
+			}
+			want := map[string]string{
+				"blockNumber": strconv.FormatUint(h, 10), "blockHash": strings.ToLower(nb.Hash),
+				"parentHash": strings.ToLower(nb.ParentHash), "blockTimestamp": strconv.FormatUint(uint64(nb.Timestamp), 10),
+				"gasUsed": strconv.FormatUint(uint64(nb.GasUsed), 10), "gasLimit": strconv.FormatUint(uint64(nb.GasLimit), 10),
+				"baseFee": bigOr0(nb.BaseFee), "gasCost": bigOr0(nb.BlockGasCost), "txCount": strconv.Itoa(len(nb.Transactions)),
+				"feesSpent": fees.String(), "cumulativeTransactions": strconv.FormatUint(cumulative, 10), "chainId": chainID,
+			}
+			if nb.TimestampMs != nil {
+				want["blockTimestampMilliseconds"] = strconv.FormatUint(uint64(*nb.TimestampMs), 10)
+			}
+			if nb.MinDelayExcss != nil {
+				want["blockMinDelayExcess"] = strconv.FormatUint(uint64(*nb.MinDelayExcss), 10)
+			}
+			for _, id := range []string{strconv.FormatUint(h, 10), strings.ToLower(nb.Hash)} {
+				var g map[string]any
+				if err := getJSON(ctx, fmt.Sprintf("%s/v1/chains/%s/blocks/%s", c.pf, chainID, id), &g); err != nil {
+					c.rep.check(kind, where+" by "+id, []string{err.Error()})
+					continue
+				}
+				got := map[string]string{}
+				for k := range want {
+					if v, ok := g[k]; ok {
+						got[k] = strings.ToLower(jsonScalar(v))
+					}
+				}
+				c.rep.check(kind, where+" by "+id, diffFields(got, want))
+			}
+		}
+	}
+}
+
+// jsonScalar renders a decoded JSON scalar as its text (numbers without an
+// exponent).
+func jsonScalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case nil:
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// nodeValidator is a primary-network validator as getCurrentValidators
+// shows it.
+type nodeValidator struct {
+	TxID            string `json:"txID"`
+	NodeID          string `json:"nodeID"`
+	StartTime       string `json:"startTime"`
+	EndTime         string `json:"endTime"`
+	Weight          string `json:"weight"`
+	PotentialReward string `json:"potentialReward"`
+	DelegationFee   string `json:"delegationFee"`
+	Delegators      []struct {
+		TxID            string `json:"txID"`
+		StartTime       string `json:"startTime"`
+		EndTime         string `json:"endTime"`
+		Weight          string `json:"weight"`
+		PotentialReward string `json:"potentialReward"`
+	} `json:"delegators"`
+}
+
+// servedValidator is the part of the data service's ActiveValidatorDetails
+// the node can vouch for (uptime and connection are node-local).
+type servedValidator struct {
+	TxHash           string  `json:"txHash"`
+	NodeID           string  `json:"nodeId"`
+	AmountStaked     string  `json:"amountStaked"`
+	DelegationFee    string  `json:"delegationFee"`
+	StartTimestamp   int64   `json:"startTimestamp"`
+	EndTimestamp     int64   `json:"endTimestamp"`
+	DelegatorCount   int64   `json:"delegatorCount"`
+	AmountDelegated  string  `json:"amountDelegated"`
+	ValidationStatus string  `json:"validationStatus"`
+	PotentialRewards rewards `json:"potentialRewards"`
+}
+
+type rewards struct {
+	ValidationRewardAmount string `json:"validationRewardAmount"`
+}
+
+// validatorFields are a validator's compared members, from the node's
+// answer (want) or the data service's (got).
+func (v nodeValidator) fields() map[string]string {
+	delegated := new(big.Int)
+	for _, d := range v.Delegators {
+		w, _ := new(big.Int).SetString(d.Weight, 10)
+		if w != nil {
+			delegated.Add(delegated, w)
+		}
+	}
+	return map[string]string{"txHash": v.TxID, "nodeId": v.NodeID, "amountStaked": v.Weight,
+		"delegationFee": decimalText(v.DelegationFee), "startTimestamp": v.StartTime, "endTimestamp": v.EndTime,
+		"delegatorCount": strconv.Itoa(len(v.Delegators)), "amountDelegated": delegated.String(),
+		"validationRewardAmount": v.PotentialReward, "validationStatus": "active"}
+}
+
+func (s servedValidator) fields() map[string]string {
+	delegated := s.AmountDelegated
+	if delegated == "" {
+		delegated = "0"
+	}
+	return map[string]string{"txHash": s.TxHash, "nodeId": s.NodeID, "amountStaked": s.AmountStaked,
+		"delegationFee": decimalText(s.DelegationFee), "startTimestamp": strconv.FormatInt(s.StartTimestamp, 10),
+		"endTimestamp": strconv.FormatInt(s.EndTimestamp, 10), "delegatorCount": strconv.FormatInt(s.DelegatorCount, 10),
+		"amountDelegated": delegated, "validationRewardAmount": s.PotentialRewards.ValidationRewardAmount,
+		"validationStatus": s.ValidationStatus}
+}
+
+// decimalText normalises a decimal ("2.0000" and "2" compare equal).
+func decimalText(s string) string {
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return s
+	}
+	return r.RatString()
+}
+
+// validators compares the data service's active primary-network
+// validators (the listing and /validators/{nodeId}) with the node's
+// platform.getCurrentValidators: stake, times, delegation fee, delegators
+// and the potential reward; uptime and connection are node-local.
+func (c *comparer) validators(ctx context.Context) {
+	const kind = "P validators (data /validators[/{nodeId}] vs platform.getCurrentValidators)"
+	var nv struct {
+		Validators []nodeValidator `json:"validators"`
+	}
+	if err := rpcCall(ctx, c.node+"/ext/bc/P", "platform.getCurrentValidators", map[string]any{}, &nv); err != nil {
+		c.rep.check(kind, "node", []string{err.Error()})
+		return
+	}
+	base := c.pf + "/v1/networks/testnet/validators?validationStatus=active&pageSize=100"
+	listed := map[string]servedValidator{}
+	for next := base; next != ""; {
+		var page struct {
+			Validators    []servedValidator `json:"validators"`
+			NextPageToken string            `json:"nextPageToken"`
+		}
+		if err := getJSON(ctx, next, &page); err != nil {
+			c.rep.check(kind, "listing", []string{err.Error()})
+			return
+		}
+		for _, v := range page.Validators {
+			listed[v.TxHash] = v
+		}
+		next = ""
+		if page.NextPageToken != "" {
+			next = base + "&pageToken=" + url.QueryEscape(page.NextPageToken)
+		}
+	}
+	if len(listed) != len(nv.Validators) {
+		c.rep.check(kind, "listing", []string{fmt.Sprintf("%d active validators served, node has %d", len(listed), len(nv.Validators))})
+	}
+	for _, v := range nv.Validators {
+		want := v.fields()
+		g, ok := listed[v.TxID]
+		if !ok {
+			c.rep.check(kind, "listing "+v.NodeID, []string{"not listed"})
+		} else {
+			c.rep.check(kind, "listing "+v.NodeID, diffFields(g.fields(), want))
+		}
+		var page struct {
+			Validators []servedValidator `json:"validators"`
+		}
+		if err := getJSON(ctx, c.pf+"/v1/networks/testnet/validators/"+v.NodeID+"?validationStatus=active", &page); err != nil {
+			c.rep.check(kind, "by node "+v.NodeID, []string{err.Error()})
+			continue
+		}
+		var d []string
+		found := false
+		for _, s := range page.Validators {
+			if s.TxHash == v.TxID {
+				found = true
+				d = diffFields(s.fields(), want)
+			}
+		}
+		if !found {
+			d = append(d, "validation not served")
+		}
+		c.rep.check(kind, "by node "+v.NodeID, d)
+	}
+}
