@@ -274,3 +274,208 @@ func (c *comparer) validators(ctx context.Context) {
 		c.rep.check(kind, "by node "+v.NodeID, d)
 	}
 }
+
+// utxoRef is one consumed or emitted UTXO, as the node's tx JSON or the
+// data service shows it: creating tx, index, asset and amount ("" for
+// outputs without one, such as NFTs).
+type utxoRef struct{ tx, index, asset, amount string }
+
+// nodeTxUTXOs reads the inputs (imported ones included) and the outputs of
+// a platform.getTx / avm.getTx JSON answer. Outputs are the tx's own
+// outputs (indexes 0..n-1); exported, staked and created-asset outputs
+// follow them and are left out.
+func nodeTxUTXOs(unsigned map[string]any) (consumed []utxoRef, outputs []utxoRef, memo string) {
+	amountOf := func(m map[string]any) string {
+		for m != nil {
+			if a, ok := m["amount"]; ok {
+				return jsonScalar(a)
+			}
+			// Stakeable-locked wrappers nest the real input/output.
+			next, _ := m["input"].(map[string]any)
+			if next == nil {
+				next, _ = m["output"].(map[string]any)
+			}
+			m = next
+		}
+		return ""
+	}
+	for _, key := range []string{"inputs", "importedInputs"} {
+		list, _ := unsigned[key].([]any)
+		for _, x := range list {
+			in, _ := x.(map[string]any)
+			inner, _ := in["input"].(map[string]any)
+			consumed = append(consumed, utxoRef{tx: jsonScalar(in["txID"]), index: jsonScalar(in["outputIndex"]),
+				asset: jsonScalar(in["assetID"]), amount: amountOf(inner)})
+		}
+	}
+	list, _ := unsigned["outputs"].([]any)
+	for i, x := range list {
+		out, _ := x.(map[string]any)
+		inner, _ := out["output"].(map[string]any)
+		outputs = append(outputs, utxoRef{index: strconv.Itoa(i), asset: jsonScalar(out["assetID"]), amount: amountOf(inner)})
+	}
+	memo = jsonScalar(unsigned["memo"])
+	if memo == "0x" {
+		memo = ""
+	}
+	return consumed, outputs, memo
+}
+
+// servedUTXOs reads consumedUtxos or emittedUtxos of a served P or X tx.
+func servedUTXOs(tx map[string]any, key string) []utxoRef {
+	var out []utxoRef
+	list, _ := tx[key].([]any)
+	for _, x := range list {
+		u, _ := x.(map[string]any)
+		r := utxoRef{tx: jsonScalar(u["txHash"]), index: jsonScalar(u["outputIndex"]), asset: jsonScalar(u["assetId"]),
+			amount: jsonScalar(u["amount"])}
+		if r.tx == "" {
+			r.tx = jsonScalar(u["creationTxHash"])
+		}
+		if a, ok := u["asset"].(map[string]any); ok {
+			r.asset, r.amount = jsonScalar(a["assetId"]), jsonScalar(a["amount"])
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// pxTxs compares every P and X tx of the log as the data service serves it
+// by ID (/blockchains/{p-chain|x-chain}/transactions/{txHash}) with the
+// node's platform.getTx / avm.getTx (JSON): type (as issued and accepted),
+// block, memo, every consumed UTXO (imports included) with its amount, and
+// every output of the tx with its amount.
+func (c *comparer) pxTxs(ctx context.Context) {
+	for _, r := range c.n.Log.Records() {
+		if r.Chain != ChainP && r.Chain != ChainX {
+			continue
+		}
+		kind := r.Chain + " tx by ID (data /transactions/{txHash} vs getTx)"
+		path, method, alias := "/ext/bc/P", "platform.getTx", "p-chain"
+		if r.Chain == ChainX {
+			path, method, alias = "/ext/bc/X", "avm.getTx", "x-chain"
+		}
+		var nt struct {
+			Tx struct {
+				Unsigned map[string]any `json:"unsignedTx"`
+			} `json:"tx"`
+		}
+		if err := rpcCall(ctx, c.node+path, method, map[string]any{"txID": r.TxID, "encoding": "json"}, &nt); err != nil {
+			c.rep.check(kind, r.TxID, []string{"node: " + err.Error()})
+			continue
+		}
+		var g map[string]any
+		if err := getJSON(ctx, fmt.Sprintf("%s/v1/networks/testnet/blockchains/%s/transactions/%s", c.pf, alias, r.TxID), &g); err != nil {
+			c.rep.check(kind, r.TxID, []string{err.Error()})
+			continue
+		}
+		consumed, outputs, memo := nodeTxUTXOs(nt.Tx.Unsigned)
+		want := map[string]string{"txType": r.Type, "memo": memo, "blockHash": r.BlockID,
+			"block": strconv.FormatUint(r.Height, 10), "consumed": fmt.Sprint(sortedRefs(consumed))}
+		got := map[string]string{"txType": jsonScalar(g["txType"]), "memo": jsonScalar(g["memo"]), "blockHash": jsonScalar(g["blockHash"]),
+			"block": jsonScalar(g["blockNumber"]), "consumed": fmt.Sprint(sortedRefs(servedUTXOs(g, "consumedUtxos")))}
+		if r.Chain == ChainX {
+			got["block"] = jsonScalar(g["blockHeight"])
+		}
+		emitted := map[string]utxoRef{}
+		for _, u := range servedUTXOs(g, "emittedUtxos") {
+			if u.tx == r.TxID {
+				emitted[u.index] = utxoRef{index: u.index, asset: u.asset, amount: u.amount}
+			}
+		}
+		for _, o := range outputs {
+			k := "output " + o.index
+			want[k] = fmt.Sprint(o)
+			got[k] = fmt.Sprint(emitted[o.index])
+			if o.amount == "" { // no amount (an NFT): present is all
+				got[k] = fmt.Sprint(utxoRef{index: o.index, asset: emitted[o.index].asset})
+			}
+		}
+		c.rep.check(kind, r.TxID, diffFields(got, want))
+	}
+}
+
+func sortedRefs(rs []utxoRef) []utxoRef {
+	sort.Slice(rs, func(i, j int) bool {
+		if rs[i].tx != rs[j].tx {
+			return rs[i].tx < rs[j].tx
+		}
+		return rs[i].index < rs[j].index
+	})
+	return rs
+}
+
+// l1Validators compares every L1 validator the workload registered (the
+// main L1's and L1 B's, active or not) as the data service lists it
+// (/l1Validators?l1ValidationId=..., inactive included) with the node's
+// platform.getL1Validator: subnet, node, weight, balance left, start time
+// and the owners' thresholds and addresses.
+func (c *comparer) l1Validators(ctx context.Context) {
+	const kind = "P L1 validators (data /l1Validators vs platform.getL1Validator)"
+	var vids []string
+	for _, id := range c.n.L1.ValidationIDs {
+		vids = append(vids, id.String())
+	}
+	for _, v := range c.res.L1Validators {
+		vids = append(vids, v.ValidationID.String())
+	}
+	type owner struct {
+		Threshold json.Number `json:"threshold"`
+		Addresses []string    `json:"addresses"`
+	}
+	ownerText := func(o owner) string {
+		a := append([]string(nil), o.Addresses...)
+		sort.Strings(a)
+		return o.Threshold.String() + " " + strings.Join(a, ",")
+	}
+	for _, vid := range vids {
+		var nv struct {
+			SubnetID              string      `json:"subnetID"`
+			NodeID                string      `json:"nodeID"`
+			Weight                json.Number `json:"weight"`
+			Balance               json.Number `json:"balance"`
+			StartTime             json.Number `json:"startTime"`
+			RemainingBalanceOwner owner       `json:"remainingBalanceOwner"`
+			DeactivationOwner     owner       `json:"deactivationOwner"`
+		}
+		nodeErr := rpcCall(ctx, c.node+"/ext/bc/P", "platform.getL1Validator", map[string]any{"validationID": vid}, &nv)
+		var page struct {
+			Validators []struct {
+				ValidationID          string      `json:"validationId"`
+				NodeID                string      `json:"nodeId"`
+				SubnetID              string      `json:"subnetId"`
+				Weight                json.Number `json:"weight"`
+				RemainingBalance      json.Number `json:"remainingBalance"`
+				CreationTimestamp     json.Number `json:"creationTimestamp"`
+				RemainingBalanceOwner owner       `json:"remainingBalanceOwner"`
+				DeactivationOwner     owner       `json:"deactivationOwner"`
+			} `json:"validators"`
+		}
+		if err := getJSON(ctx, c.pf+"/v1/networks/testnet/l1Validators?includeInactiveL1Validators=true&l1ValidationId="+vid, &page); err != nil {
+			c.rep.check(kind, vid, []string{err.Error()})
+			continue
+		}
+		if nodeErr != nil {
+			// Removed (weight set to 0): the node no longer knows it, and
+			// neither may the listing.
+			var d []string
+			if len(page.Validators) != 0 {
+				d = append(d, fmt.Sprintf("node: %v; served %+v", nodeErr, page.Validators))
+			}
+			c.rep.check(kind, vid+" (removed)", d)
+			continue
+		}
+		if len(page.Validators) != 1 {
+			c.rep.check(kind, vid, []string{fmt.Sprintf("%d validators served, want 1", len(page.Validators))})
+			continue
+		}
+		s := page.Validators[0]
+		want := map[string]string{"subnetId": nv.SubnetID, "nodeId": nv.NodeID, "weight": nv.Weight.String(),
+			"remainingBalance": nv.Balance.String(), "creationTimestamp": nv.StartTime.String(),
+			"remainingBalanceOwner": ownerText(nv.RemainingBalanceOwner), "deactivationOwner": ownerText(nv.DeactivationOwner)}
+		got := map[string]string{"subnetId": s.SubnetID, "nodeId": s.NodeID, "weight": s.Weight.String(),
+			"remainingBalance": s.RemainingBalance.String(), "creationTimestamp": s.CreationTimestamp.String(),
+			"remainingBalanceOwner": ownerText(s.RemainingBalanceOwner), "deactivationOwner": ownerText(s.DeactivationOwner)}
+		c.rep.check(kind, vid, diffFields(got, want))
+	}
+}

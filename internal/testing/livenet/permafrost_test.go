@@ -400,9 +400,9 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	c.nftBalances(ctx)
 	c.evmBlocks(ctx)
 	c.validators(ctx)
+	c.pxTxs(ctx)
+	c.l1Validators(ctx)
 	for _, s := range []string{
-		"P and X txs by ID (/transactions/{txHash}): not compared yet (each block's tx IDs are, through /blocks and platform.getBlock*)",
-		"L1 validators of the data service (/l1Validators): not compared yet (platform.getCurrentValidators of the L1 subnet is, through the node RPC)",
 		"ERC-721/1155 of the L1 (the workload deploys none there) and NFT metadata (no node counterpart)",
 	} {
 		c.rep.notCompared(s)
