@@ -35,9 +35,15 @@ func tracedGenerated(seed int64, n int) (*Generator, []ingest.RawBlock) {
 // storedBalance is address's balance after block n ("0" without a row).
 func storedBalance(t *testing.T, db *store.DB, a common.Address, n int) *big.Int {
 	t.Helper()
+	return storedDecimal(t, db, `SELECT balance FROM evm_native_balance_history
+		WHERE chain_key = 'gen' AND address = $1 AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, a[:], n)
+}
+
+// storedDecimal runs a query of one decimal balance ("0" without a row).
+func storedDecimal(t *testing.T, db *store.DB, q string, args ...any) *big.Int {
+	t.Helper()
 	var s string
-	err := db.QueryRowContext(context.Background(), `SELECT balance FROM evm_native_balance_history
-		WHERE chain_key = 'gen' AND address = $1 AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, a[:], n).Scan(&s)
+	err := db.QueryRowContext(context.Background(), q, args...).Scan(&s)
 	if errors.Is(err, sql.ErrNoRows) {
 		return new(big.Int)
 	}
@@ -112,21 +118,9 @@ func TestTracedGeneratedChain(t *testing.T) {
 // storedTokenBalance is holder's ERC-20 balance of token after block n.
 func storedTokenBalance(t *testing.T, db *store.DB, token, holder common.Address, n int) *big.Int {
 	t.Helper()
-	var s string
-	err := db.QueryRowContext(context.Background(), `SELECT balance FROM evm_token_balance_history
+	return storedDecimal(t, db, `SELECT balance FROM evm_token_balance_history
 		WHERE chain_key = 'gen' AND holder = $1 AND erc_type = 'ERC-20' AND token = $2 AND token_id = '' AND block_number <= $3
-		ORDER BY block_number DESC LIMIT 1`, holder[:], token[:], n).Scan(&s)
-	if errors.Is(err, sql.ErrNoRows) {
-		return new(big.Int)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, ok := new(big.Int).SetString(s, 10)
-	if !ok {
-		t.Fatalf("balance %q", s)
-	}
-	return v
+		ORDER BY block_number DESC LIMIT 1`, holder[:], token[:], n)
 }
 
 // untrustedTokens are the chain's evm_untrusted_tokens rows: token -> since.

@@ -1,6 +1,7 @@
 package livenet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,7 +23,9 @@ func getJSON(ctx context.Context, u string, out any) error {
 	if code != 200 {
 		return fmt.Errorf("GET %s: HTTP %d: %s", u, code, truncate(string(body), 300))
 	}
-	return json.Unmarshal(body, out)
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	return d.Decode(out)
 }
 
 // diffFields lists the members of want that got does not equal, in key order.
@@ -46,10 +49,7 @@ func diffFields(got, want map[string]string) []string {
 // with the node's eth_getBlockByNumber and its receipts (fees).
 func (c *comparer) evmBlocks(ctx context.Context) {
 	for _, chain := range []string{ChainC, ChainL1} {
-		rpcURL, chainID := c.n.CRPCURL(), c.n.CEVMChainID.String()
-		if chain == ChainL1 {
-			rpcURL, chainID = c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
-		}
+		rpcURL, chainID := c.evmChain(chain)
 		kind := chain + " EVM block (blocks/{number|hash} vs eth_getBlockByNumber + receipts)"
 		cumulative := uint64(0)
 		for h := uint64(0); h <= c.tips[chain]; h++ {
@@ -128,6 +128,8 @@ func jsonScalar(v any) string {
 		return x
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
+	case json.Number:
+		return x.String()
 	case nil:
 		return ""
 	}
@@ -308,6 +310,18 @@ func nodeTxUTXOs(unsigned map[string]any) (consumed []utxoRef, outputs []utxoRef
 				asset: jsonScalar(in["assetID"]), amount: amountOf(inner)})
 		}
 	}
+	// OperationTx: the UTXOs its operations spend (mint rights, NFTs),
+	// which carry no amount.
+	ops, _ := unsigned["operations"].([]any)
+	for _, x := range ops {
+		op, _ := x.(map[string]any)
+		refs, _ := op["inputIDs"].([]any)
+		for _, y := range refs {
+			in, _ := y.(map[string]any)
+			consumed = append(consumed, utxoRef{tx: jsonScalar(in["txID"]), index: jsonScalar(in["outputIndex"]),
+				asset: jsonScalar(op["assetID"])})
+		}
+	}
 	list, _ := unsigned["outputs"].([]any)
 	for i, x := range list {
 		out, _ := x.(map[string]any)
@@ -357,10 +371,18 @@ func (c *comparer) pxTxs(ctx context.Context) {
 		}
 		var nt struct {
 			Tx struct {
-				Unsigned map[string]any `json:"unsignedTx"`
+				Unsigned json.RawMessage `json:"unsignedTx"`
 			} `json:"tx"`
 		}
 		if err := rpcCall(ctx, c.node+path, method, map[string]any{"txID": r.TxID, "encoding": "json"}, &nt); err != nil {
+			c.rep.check(kind, r.TxID, []string{"node: " + err.Error()})
+			continue
+		}
+		// Amounts are uint64 JSON numbers: decoded as written, not as float64.
+		var unsigned map[string]any
+		d := json.NewDecoder(bytes.NewReader(nt.Tx.Unsigned))
+		d.UseNumber()
+		if err := d.Decode(&unsigned); err != nil {
 			c.rep.check(kind, r.TxID, []string{"node: " + err.Error()})
 			continue
 		}
@@ -369,11 +391,23 @@ func (c *comparer) pxTxs(ctx context.Context) {
 			c.rep.check(kind, r.TxID, []string{err.Error()})
 			continue
 		}
-		consumed, outputs, memo := nodeTxUTXOs(nt.Tx.Unsigned)
+		consumed, outputs, memo := nodeTxUTXOs(unsigned)
+		noAmount := map[string]bool{}
+		for _, u := range consumed {
+			if u.amount == "" {
+				noAmount[u.tx+":"+u.index] = true
+			}
+		}
+		served := servedUTXOs(g, "consumedUtxos")
+		for i, u := range served {
+			if noAmount[u.tx+":"+u.index] {
+				served[i].amount = ""
+			}
+		}
 		want := map[string]string{"txType": r.Type, "memo": memo, "blockHash": r.BlockID,
 			"block": strconv.FormatUint(r.Height, 10), "consumed": fmt.Sprint(sortedRefs(consumed))}
 		got := map[string]string{"txType": jsonScalar(g["txType"]), "memo": jsonScalar(g["memo"]), "blockHash": jsonScalar(g["blockHash"]),
-			"block": jsonScalar(g["blockNumber"]), "consumed": fmt.Sprint(sortedRefs(servedUTXOs(g, "consumedUtxos")))}
+			"block": jsonScalar(g["blockNumber"]), "consumed": fmt.Sprint(sortedRefs(served))}
 		if r.Chain == ChainX {
 			got["block"] = jsonScalar(g["blockHeight"])
 		}
@@ -423,8 +457,13 @@ func (c *comparer) l1Validators(ctx context.Context) {
 		Threshold json.Number `json:"threshold"`
 		Addresses []string    `json:"addresses"`
 	}
+	// The node names P-chain addresses with the chain alias (P-custom1...),
+	// the data service without it, as the document's examples do.
 	ownerText := func(o owner) string {
-		a := append([]string(nil), o.Addresses...)
+		a := make([]string, len(o.Addresses))
+		for i, x := range o.Addresses {
+			a[i] = strings.TrimPrefix(x, "P-")
+		}
 		sort.Strings(a)
 		return o.Threshold.String() + " " + strings.Join(a, ",")
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 // follower is a `permafrost serve` following the live network from
@@ -82,11 +83,16 @@ func followNetwork(t *testing.T, n *Network, killAfter time.Duration) *follower 
 func (f *follower) waitTips(ctx context.Context, tips map[string]uint64) error {
 	start := time.Now()
 	defer func() { f.catchUp = time.Since(start) }()
+	return f.waitServed(ctx, f.pf, tips)
+}
+
+// waitServed waits until p serves every chain's tip.
+func (f *follower) waitServed(ctx context.Context, p *permafrost, tips map[string]uint64) error {
 	for {
-		if err := f.pf.exited(); err != nil {
-			return fmt.Errorf("%v\n%s", err, f.pf.logTail())
+		if err := p.exited(); err != nil {
+			return fmt.Errorf("%v\n%s", err, p.logTail())
 		}
-		h, err := f.pf.servedHeights(ctx, f.l1Keys...)
+		h, err := p.servedHeights(ctx, f.l1Keys...)
 		if err == nil {
 			behind := false
 			for _, c := range []string{ChainP, ChainX, ChainC, ChainL1} {
@@ -100,7 +106,7 @@ func (f *follower) waitTips(ctx context.Context, tips map[string]uint64) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("permafrost did not reach the tips %v: serves %v (%v)\n%s", tips, h, err, f.pf.logTail())
+			return fmt.Errorf("permafrost did not reach the tips %v: serves %v (%v)\n%s", tips, h, err, p.logTail())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -171,7 +177,9 @@ func dump(ctx context.Context, dsn string) (sums map[string]string, rows map[str
 			r.Close()
 			return nil, nil, err
 		}
-		if n != "meta" && n != "page_tokens" && n != "schema_migrations" {
+		// writer_lease names the PostgreSQL writer-lock holder (SQLite
+		// locks a file): who wrote, not what.
+		if n != "meta" && n != "page_tokens" && n != "schema_migrations" && n != "writer_lease" {
 			tables = append(tables, n)
 		}
 	}
@@ -199,8 +207,17 @@ func dump(ctx context.Context, dsn string) (sums map[string]string, rows map[str
 				if volatile[cols[i]] || volatile[table+"."+cols[i]] {
 					continue
 				}
-				if bs, ok := v.([]byte); ok {
-					v = hex.EncodeToString(bs)
+				// One form per value whichever backend stored it: bytes
+				// as hex (BYTEA, or a BLOB in a SQLite TEXT column of
+				// 0020_evm_binary_keys), booleans as SQLite's 0/1.
+				switch x := v.(type) {
+				case []byte:
+					v = hex.EncodeToString(x)
+				case bool:
+					v = 0
+					if x {
+						v = 1
+					}
 				}
 				fmt.Fprintf(&b, "%s=%v|", cols[i], v)
 			}
@@ -215,55 +232,55 @@ func dump(ctx context.Context, dsn string) (sums map[string]string, rows map[str
 	return sums, rows, nil
 }
 
-// indexFromScratch runs `permafrost index --until-tip` on a fresh database.
-func (f *follower) indexFromScratch(ctx context.Context) (string, error) {
-	dsn := "sqlite:" + filepath.Join(f.dir, "scratch.db")
-	logPath := filepath.Join(f.dir, "permafrost-index.log")
+// indexFromScratch runs `permafrost index --until-tip` on the fresh
+// database dsn, logging to permafrost-<name>.log.
+func (f *follower) indexFromScratch(ctx context.Context, dsn, name string) (time.Duration, error) {
+	logPath := filepath.Join(f.dir, "permafrost-"+name+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
-		return "", err
+		return 0, err
 	}
 	defer lf.Close()
 	cmd := exec.CommandContext(ctx, f.bin, "index", "--until-tip", "--node", f.n.L1NodeURI(), "--genesis", f.n.GenesisPath, "--db", dsn)
 	cmd.Stdout, cmd.Stderr = lf, lf
 	start := time.Now()
 	err = cmd.Run()
-	f.reindexT = time.Since(start)
+	took := time.Since(start)
 	if err != nil {
 		b, _ := os.ReadFile(logPath)
-		return "", fmt.Errorf("permafrost index --until-tip: %v\n%s", err, truncate(string(b), 4000))
+		return took, fmt.Errorf("permafrost index --until-tip: %v\n%s", err, truncate(string(b), 4000))
 	}
-	return dsn, nil
+	return took, nil
 }
 
-// enrich runs `permafrost serve` on dsn until its database stops changing
-// (enrichment done) or equals the live one, at most two minutes.
-func (f *follower) enrich(ctx context.Context, dsn string) error {
+// enrich runs `permafrost serve` on dsn (its log in dir) until its
+// database stops changing (enrichment done) or equals the live one, at most
+// two minutes.
+func (f *follower) enrich(ctx context.Context, dsn, dir string) (took time.Duration, err error) {
 	live, _, err := dump(ctx, f.dsn)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	dir := filepath.Join(f.dir, "scratch-serve")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return 0, err
 	}
 	p := startPermafrost(f.t, f.bin, f.n.L1NodeURI(), f.n.GenesisPath, dsn, dir)
 	defer p.stop()
 	start := time.Now()
-	defer func() { f.enrichT = time.Since(start) }()
+	defer func() { took = time.Since(start) }()
 	var prev map[string]string
 	stable := 0
 	for time.Since(start) < 2*time.Minute {
 		time.Sleep(2 * time.Second)
 		if err := p.exited(); err != nil {
-			return fmt.Errorf("%v\n%s", err, p.logTail())
+			return 0, fmt.Errorf("%v\n%s", err, p.logTail())
 		}
 		cur, _, err := dump(ctx, dsn)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if reflect.DeepEqual(cur, live) {
-			return nil
+			return 0, nil
 		}
 		if reflect.DeepEqual(cur, prev) {
 			stable++
@@ -271,11 +288,11 @@ func (f *follower) enrich(ctx context.Context, dsn string) error {
 			stable = 0
 		}
 		if stable >= 4 && time.Since(start) > 15*time.Second {
-			return nil
+			return 0, nil
 		}
 		prev = cur
 	}
-	return nil
+	return 0, nil
 }
 
 // knownFindings are the differences the suite found that the project has
@@ -415,22 +432,84 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	f.checks = time.Since(start)
 
 	// The live database must be what indexing the same chains from
-	// scratch after the fact builds.
+	// scratch after the fact builds, on SQLite and on PostgreSQL.
 	f.pf.stop()
-	scratch, err := f.indexFromScratch(ctx)
-	if err != nil {
+	scratch := "sqlite:" + filepath.Join(f.dir, "scratch.db")
+	if f.reindexT, err = f.indexFromScratch(ctx, scratch, "index"); err != nil {
 		t.Fatalf("%v", err)
 	}
 	// Enrichment (token metadata, NFT metadata, deployer traces) is asked
 	// from the node by `serve`, not by `index`: let a serve on the new
 	// database do it, as the live one did, before comparing.
-	if err := f.enrich(ctx, scratch); err != nil {
+	if f.enrichT, err = f.enrich(ctx, scratch, filepath.Join(f.dir, "scratch-serve")); err != nil {
 		t.Fatalf("%v", err)
 	}
 	tables, differing := compareDatabases(t, f.dsn, scratch, known)
 	t.Logf("database: live-following (killed once) vs indexed from scratch (%s): %d tables, %d differ %v",
 		f.reindexT.Round(100*time.Millisecond), tables, len(differing), differing)
-	t.Logf("permafrost timings: binary build %s, catch-up after the workload %s, differential checks %s, index from scratch %s, its enrichment %s",
-		f.buildTime.Round(100*time.Millisecond), f.catchUp.Round(100*time.Millisecond), f.checks.Round(100*time.Millisecond), f.reindexT.Round(100*time.Millisecond), f.enrichT.Round(100*time.Millisecond))
+
+	pgStart := time.Now()
+	cluster, err := storetest.StartCluster()
+	if err != nil {
+		t.Fatalf("postgres for the from-scratch index: %v", err)
+	}
+	t.Cleanup(cluster.Stop)
+	pg, err := cluster.NewDatabase(ctx)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	pgIndexT, err := f.indexFromScratch(ctx, pg, "index-postgres")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	pgEnrichT, err := f.enrich(ctx, pg, filepath.Join(f.dir, "scratch-postgres-serve"))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	tables, differing = compareDatabases(t, f.dsn, pg, known)
+	t.Logf("database: live-following on SQLite vs indexed from scratch on PostgreSQL (%s): %d tables, %d differ %v",
+		pgIndexT.Round(100*time.Millisecond), tables, len(differing), differing)
+	f.untraced(ctx, t, c)
+
+	t.Logf("permafrost timings: binary build %s, catch-up after the workload %s, differential checks %s, index from scratch %s, its enrichment %s; "+
+		"PostgreSQL: cluster start, index, enrichment and comparison %s (index %s, enrichment %s)",
+		f.buildTime.Round(100*time.Millisecond), f.catchUp.Round(100*time.Millisecond), f.checks.Round(100*time.Millisecond), f.reindexT.Round(100*time.Millisecond), f.enrichT.Round(100*time.Millisecond),
+		time.Since(pgStart).Round(100*time.Millisecond), pgIndexT.Round(100*time.Millisecond), pgEnrichT.Round(100*time.Millisecond))
 	t.Logf("permafrost logs and databases: %s", f.dir)
+}
+
+// untraced indexes the network once more without call traces (`serve
+// --no-traces` from genesis, as against a node without debug-tracer) and
+// compares what the index cannot vouch for then with the node: the WAVAX
+// tokens' balances (their Withdrawal events are unchecked without traces:
+// the API asks balanceOf) and the native balances (value moved inside
+// contracts: eth_getBalance), at every height.
+func (f *follower) untraced(ctx context.Context, t *testing.T, c *comparer) {
+	t.Helper()
+	dsn := "sqlite:" + filepath.Join(f.dir, "untraced.db")
+	logDir := filepath.Join(f.dir, "untraced-serve")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startPermafrost(t, f.bin, f.n.L1NodeURI(), f.n.GenesisPath, dsn, logDir, "--no-traces")
+	defer p.stop()
+	if err := f.waitServed(ctx, p, c.tips); err != nil {
+		t.Fatalf("%v", err)
+	}
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	var tokens int
+	err = db.QueryRowContext(ctx, `SELECT COUNT(*) FROM evm_untrusted_tokens`).Scan(&tokens)
+	db.Close()
+	if err != nil || tokens != 2 {
+		t.Errorf("index without traces: %d untrusted tokens (%v), want the C and L1 WAVAX", tokens, err)
+	}
+	u := *c
+	u.pf, u.rep = p.url, newDiffReport(nil)
+	u.erc20Balances(ctx)
+	u.evmBalances(ctx)
+	t.Logf("index without call traces (--no-traces), %d untrusted tokens:", tokens)
+	u.rep.log(t)
 }
