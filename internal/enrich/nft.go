@@ -61,10 +61,10 @@ type nftJob struct {
 	attempts, total    int
 	lease              string
 	uri                string  // the token URI read from the contract
+	pre                outcome // set when reading the URI already decided the outcome
 	// burnedAt is the block that burned an ERC-721 token (0: not burned):
 	// its URI is read at the block before, where it last existed.
 	burnedAt int64
-	pre                outcome // set when reading the URI already decided the outcome
 }
 
 // dispatchLoop discovers tokens, claims due jobs, reads their URIs and
