@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/libevm/common/hexutil"
 )
 
@@ -147,13 +148,10 @@ type nodeValidator struct {
 	Weight          string `json:"weight"`
 	PotentialReward string `json:"potentialReward"`
 	DelegationFee   string `json:"delegationFee"`
-	Delegators      []struct {
-		TxID            string `json:"txID"`
-		StartTime       string `json:"startTime"`
-		EndTime         string `json:"endTime"`
-		Weight          string `json:"weight"`
-		PotentialReward string `json:"potentialReward"`
-	} `json:"delegators"`
+	// The node lists the delegators themselves only when asked about one
+	// node ID; their count and weight always.
+	DelegatorCount  string `json:"delegatorCount"`
+	DelegatorWeight string `json:"delegatorWeight"`
 }
 
 // servedValidator is the part of the data service's ActiveValidatorDetails
@@ -178,16 +176,9 @@ type rewards struct {
 // validatorFields are a validator's compared members, from the node's
 // answer (want) or the data service's (got).
 func (v nodeValidator) fields() map[string]string {
-	delegated := new(big.Int)
-	for _, d := range v.Delegators {
-		w, _ := new(big.Int).SetString(d.Weight, 10)
-		if w != nil {
-			delegated.Add(delegated, w)
-		}
-	}
 	return map[string]string{"txHash": v.TxID, "nodeId": v.NodeID, "amountStaked": v.Weight,
 		"delegationFee": decimalText(v.DelegationFee), "startTimestamp": v.StartTime, "endTimestamp": v.EndTime,
-		"delegatorCount": strconv.Itoa(len(v.Delegators)), "amountDelegated": delegated.String(),
+		"delegatorCount": v.DelegatorCount, "amountDelegated": v.DelegatorWeight,
 		"validationRewardAmount": v.PotentialReward, "validationStatus": "active"}
 }
 
@@ -215,9 +206,10 @@ func decimalText(s string) string {
 // validators compares the data service's active primary-network
 // validators (the listing and /validators/{nodeId}) with the node's
 // platform.getCurrentValidators: stake, times, delegation fee, delegators
-// and the potential reward; uptime and connection are node-local.
-func (c *comparer) validators(ctx context.Context) {
-	const kind = "P validators (data /validators[/{nodeId}] vs platform.getCurrentValidators)"
+// and the potential reward; uptime and connection are node-local. when
+// names the moment in the report.
+func (c *comparer) validators(ctx context.Context, when string) {
+	kind := "P validators " + when + " (data /validators[/{nodeId}] vs platform.getCurrentValidators)"
 	var nv struct {
 		Validators []nodeValidator `json:"validators"`
 	}
@@ -225,7 +217,9 @@ func (c *comparer) validators(ctx context.Context) {
 		c.rep.check(kind, "node", []string{err.Error()})
 		return
 	}
-	base := c.pf + "/v1/networks/testnet/validators?validationStatus=active&pageSize=100"
+	// Without subnetId the data service lists every subnet's validators
+	// (the document says so); the node's answer is the primary network's.
+	base := c.pf + "/v1/networks/testnet/validators?validationStatus=active&pageSize=100&subnetId=" + constants.PrimaryNetworkID.String()
 	listed := map[string]servedValidator{}
 	for next := base; next != ""; {
 		var page struct {

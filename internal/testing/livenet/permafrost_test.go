@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,9 @@ type follower struct {
 	stopLag context.CancelFunc
 	lagDone chan struct{}
 	l1Keys  []string
+	// rep collects the differential checks, from those made while the
+	// workload's stakers validate (whileStaking) to those after it.
+	rep *diffReport
 
 	buildTime                 time.Duration
 	startedAt                 time.Time
@@ -47,7 +52,7 @@ type follower struct {
 // schedules one SIGKILL + restart after killAfter.
 func followNetwork(t *testing.T, n *Network, killAfter time.Duration) *follower {
 	t.Helper()
-	f := &follower{t: t, n: n, dir: filepath.Join(filepath.Dir(n.TmpNet.Dir), "permafrost")}
+	f := &follower{t: t, n: n, dir: filepath.Join(filepath.Dir(n.TmpNet.Dir), "permafrost"), rep: newDiffReport(nil)}
 	if err := os.MkdirAll(f.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +89,35 @@ func (f *follower) waitTips(ctx context.Context, tips map[string]uint64) error {
 	start := time.Now()
 	defer func() { f.catchUp = time.Since(start) }()
 	return f.waitServed(ctx, f.pf, tips)
+}
+
+// whileStaking compares the validators while the workload's stakers (and
+// their delegators) validate, once Permafrost serves the node's P-chain tip.
+func (f *follower) whileStaking(ctx context.Context, res *WorkloadResult) {
+	var h struct {
+		Height json.Number `json:"height"`
+	}
+	if err := rpcCall(ctx, f.n.L1NodeURI()+"/ext/bc/P", "platform.getHeight", map[string]any{}, &h); err != nil {
+		f.rep.check("P validators while staking", "node height", []string{err.Error()})
+		return
+	}
+	tip, _ := strconv.ParseUint(h.Height.String(), 10, 64)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		served, err := f.pf.servedHeights(wctx, f.l1Keys...)
+		if err == nil && served[ChainP] >= int64(tip) {
+			break
+		}
+		select {
+		case <-wctx.Done():
+			f.rep.check("P validators while staking", "catch-up", []string{fmt.Sprintf("permafrost serves P %v, node tip %d", served, tip)})
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	c := &comparer{t: f.t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), rep: f.rep}
+	c.validators(ctx, "while staking")
 }
 
 // waitServed waits until p serves every chain's tip.
@@ -407,7 +441,8 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 
 	start := time.Now()
 	known := knownFindings(res)
-	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: newDiffReport(known)}
+	f.rep.known = known
+	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: f.rep}
 	c.platformRPC(ctx)
 	c.blocksAndWrappers(ctx)
 	c.utxos(ctx)
@@ -416,7 +451,7 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	c.evmTxs(ctx)
 	c.nftBalances(ctx)
 	c.evmBlocks(ctx)
-	c.validators(ctx)
+	c.validators(ctx, "after the workload")
 	c.pxTxs(ctx)
 	c.l1Validators(ctx)
 	for _, s := range []string{
