@@ -52,7 +52,8 @@ type Generator struct {
 	// without their calling it.
 	traced         bool
 	wrapper        common.Address
-	wrapped        []uint64 // per account, in genUnit
+	lookalike      common.Address // emits Deposit events no value backs
+	wrapped        []uint64       // per account, in genUnit
 	everWrapped    []bool
 	ledger         map[common.Address]*big.Int
 	paidThirdParty map[common.Address]bool
@@ -110,6 +111,7 @@ func NewTracedGenerator(seed int64, txPerBlock int) *Generator {
 	g := NewGenerator(seed, txPerBlock)
 	g.traced = true
 	g.rng.Read(g.wrapper[:])
+	g.rng.Read(g.lookalike[:])
 	g.wrapped = make([]uint64, genAccounts)
 	g.everWrapped = make([]bool, genAccounts)
 	g.paidThirdParty = map[common.Address]bool{}
@@ -148,6 +150,10 @@ func (g *Generator) Wrapped() map[common.Address]*big.Int {
 	}
 	return out
 }
+
+// Lookalike is the traced chain's contract whose Deposit events of the
+// wrapper's signature no value backs.
+func (g *Generator) Lookalike() common.Address { return g.lookalike }
 
 // Wrapper is the traced chain's wrapper contract.
 func (g *Generator) Wrapper() common.Address { return g.wrapper }
@@ -286,6 +292,15 @@ const genTip = 1_000_000_000
 func (g *Generator) wrapperTx() genTx {
 	from := int(g.pickAccount.Uint64())
 	w := g.wrapper
+	if g.rng.Intn(8) == 0 {
+		// A look-alike: another contract's Deposit(caller, wad) event of
+		// the wrapper's signature, in a call that moves no value.
+		v := new(big.Int).Mul(big.NewInt(g.rng.Int63n(1_000_000)+1), genUnit)
+		la := g.lookalike
+		logs := []genLog{{address: la, topics: []common.Hash{topicDeposit, addrTopic(g.accounts[from])},
+			data: v.FillBytes(make([]byte, 32))}}
+		return g.tx(from, &la, nil, 30_000+uint64(g.rng.Intn(2000)), []byte{0xb6, 0xb5, 0x5f, 0x25}, nil, logs)
+	}
 	if g.wrapped[from] == 0 {
 		units := uint64(g.rng.Int63n(1_000_000) + 1)
 		g.wrapped[from] += units

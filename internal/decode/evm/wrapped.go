@@ -15,8 +15,8 @@ import (
 // the native value that backs a wrapped token moved in the same successful
 // tx:
 //   - Deposit(dst, wad) by X: wad of native value entered X — the tx itself
-//     (to X, value wad) or a call frame that took effect;
-//   - Withdrawal(src, wad) by X: X paid wad of native value out in a call
+//     (to X, value wad) or a CALL frame that took effect;
+//   - Withdrawal(src, wad) by X: X paid wad of native value out in a CALL
 //     frame that took effect (to src, or to another recipient for the
 //     withdrawTo variants).
 //
@@ -82,7 +82,9 @@ func (w *writer) collectWrapped(t *txn) {
 				break
 			}
 			f := &t.frames[k]
-			if w.frameUsed[k] || f.reverted || !f.kind.movesValue() || f.from == f.to || f.value.Cmp(wad) != 0 {
+			// A CALL only: value a selfdestruct or a creation moves runs
+			// no deposit or withdrawal code of X.
+			if w.frameUsed[k] || f.reverted || f.kind != frameCall || f.from == f.to || f.value.Cmp(wad) != 0 {
 				continue
 			}
 			if (ev.deposit && f.to == x) || (!ev.deposit && f.from == x) {
