@@ -62,6 +62,9 @@ type nftJob struct {
 	lease              string
 	uri                string  // the token URI read from the contract
 	pre                outcome // set when reading the URI already decided the outcome
+	// burnedAt is the block that burned an ERC-721 token (0: not burned):
+	// its URI is read at the block before, where it last existed.
+	burnedAt int64
 }
 
 // dispatchLoop discovers tokens, claims due jobs, reads their URIs and
@@ -204,8 +207,10 @@ func (s *Service) claimJobs(ctx context.Context) ([]*nftJob, error) {
 	// Placeholders are numbered in order of appearance (SQLite binds them so).
 	cond, args := s.chainFilter("chain_key", []any{now})
 	args = append(args, s.cfg.NFT.Batch)
-	rows, err := s.db.QueryContext(ctx, `SELECT chain_key, token, token_id, erc_type, status, attempts, total_attempts
-		FROM enrich_nft_jobs WHERE state = 'pending' AND next_attempt <= $1 AND lease_until <= $1`+cond+`
+	rows, err := s.db.QueryContext(ctx, `SELECT chain_key, token, token_id, erc_type, status, attempts, total_attempts,
+			COALESCE((SELECT n.owner_block FROM evm_nft_tokens n WHERE n.chain_key = j.chain_key AND n.token = j.token
+				AND n.token_id = j.token_id AND n.erc_type = 'ERC-721' AND n.owner = '`+zeroOwner+`'), 0)
+		FROM enrich_nft_jobs j WHERE state = 'pending' AND next_attempt <= $1 AND lease_until <= $1`+cond+`
 		ORDER BY next_attempt LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("due NFT jobs: %w", err)
@@ -214,7 +219,7 @@ func (s *Service) claimJobs(ctx context.Context) ([]*nftJob, error) {
 	for rows.Next() {
 		j := &nftJob{}
 		var chain string
-		if err := rows.Scan(&chain, &j.token, &j.id, &j.ercType, &j.prevStatus, &j.attempts, &j.total); err != nil {
+		if err := rows.Scan(&chain, &j.token, &j.id, &j.ercType, &j.prevStatus, &j.attempts, &j.total, &j.burnedAt); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("due NFT jobs: %w", err)
 		}
@@ -242,7 +247,16 @@ func (s *Service) claimJobs(ctx context.Context) ([]*nftJob, error) {
 	return out, nil
 }
 
-// readURIs reads tokenURI(id) / uri(id) of the jobs, one batch per chain.
+// zeroOwner is evm_nft_tokens.owner of a burned ERC-721 token.
+const zeroOwner = "0x0000000000000000000000000000000000000000"
+
+// readURIs reads tokenURI(id) / uri(id) of the jobs, one batch per chain,
+// at the indexed tip; a burned ERC-721 token at the block before its burn
+// (its tokenURI reverts after it), so that the outcome does not depend on
+// whether the job ran before or after the burn: a live index and one built
+// from scratch later agree (given a URI that did not change in between).
+// A node that no longer has that block's state is asked at the latest block
+// (a pruned node: the token reads as missing then).
 func (s *Service) readURIs(ctx context.Context, jobs []*nftJob) {
 	byChain := map[string][]*nftJob{}
 	for _, j := range jobs {
@@ -270,8 +284,12 @@ func (s *Service) readURIs(ctx context.Context, jobs []*nftJob) {
 			if j.ercType == ercTypeERC1155 {
 				sel = selURI
 			}
+			at := block
+			if j.burnedAt > 0 {
+				at = hexutil.EncodeUint64(uint64(j.burnedAt - 1))
+			}
 			elems = append(elems, source.BatchElem{Method: "eth_call",
-				Params: []any{map[string]string{"to": j.token, "data": callData(sel, w)}, block}, Result: &outs[i]})
+				Params: []any{map[string]string{"to": j.token, "data": callData(sel, w)}, at}, Result: &outs[i]})
 			idx = append(idx, j)
 		}
 		if len(elems) == 0 {
@@ -286,7 +304,7 @@ func (s *Service) readURIs(ctx context.Context, jobs []*nftJob) {
 		// State the node no longer has at the indexed tip: ask at the latest block.
 		var again []int
 		for k := range elems {
-			if elems[k].Error != nil && isStateMissing(elems[k].Error) && block != "latest" {
+			if elems[k].Error != nil && isStateMissing(elems[k].Error) && elems[k].Params[1] != "latest" {
 				again = append(again, k)
 			}
 		}

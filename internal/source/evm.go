@@ -260,6 +260,22 @@ func (e *EVM) Balance(ctx context.Context, addr common.Address, block uint64) (*
 	return v.ToInt(), nil
 }
 
+// TokenBalance returns token's balanceOf(holder) at block (eth_call).
+func (e *EVM) TokenBalance(ctx context.Context, token, holder common.Address, block uint64) (*big.Int, error) {
+	data := make([]byte, 36)
+	copy(data, []byte{0x70, 0xa0, 0x82, 0x31}) // balanceOf(address)
+	copy(data[16:], holder[:])
+	var out hexutil.Bytes
+	call := map[string]any{"to": token, "data": hexutil.Bytes(data)}
+	if err := e.Call(ctx, "eth_call", []any{call, hexutil.EncodeUint64(block)}, &out); err != nil {
+		return nil, err
+	}
+	if len(out) != 32 {
+		return nil, fmt.Errorf("balanceOf of %s at %s: %d bytes returned, want 32", holder.Hex(), token.Hex(), len(out))
+	}
+	return new(big.Int).SetBytes(out), nil
+}
+
 // fromLibevm maps libevm rpc errors to ours.
 func fromLibevm(err error) error {
 	if err == nil {

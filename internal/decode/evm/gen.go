@@ -52,7 +52,9 @@ type Generator struct {
 	// without their calling it.
 	traced         bool
 	wrapper        common.Address
-	wrapped        []uint64 // per account, in genUnit
+	lookalike      common.Address // emits Deposit events no value backs
+	wrapped        []uint64       // per account, in genUnit
+	everWrapped    []bool
 	ledger         map[common.Address]*big.Int
 	paidThirdParty map[common.Address]bool
 }
@@ -109,7 +111,9 @@ func NewTracedGenerator(seed int64, txPerBlock int) *Generator {
 	g := NewGenerator(seed, txPerBlock)
 	g.traced = true
 	g.rng.Read(g.wrapper[:])
+	g.rng.Read(g.lookalike[:])
 	g.wrapped = make([]uint64, genAccounts)
+	g.everWrapped = make([]bool, genAccounts)
 	g.paidThirdParty = map[common.Address]bool{}
 	return g
 }
@@ -134,6 +138,22 @@ func (g *Generator) PaidThirdParties() map[common.Address]bool {
 	}
 	return out
 }
+
+// Wrapped is every account's balance of the wrapper token after the last
+// generated block (accounts that never held any are left out).
+func (g *Generator) Wrapped() map[common.Address]*big.Int {
+	out := map[common.Address]*big.Int{}
+	for i, u := range g.wrapped {
+		if u > 0 || g.everWrapped[i] {
+			out[g.accounts[i]] = new(big.Int).Mul(new(big.Int).SetUint64(u), genUnit)
+		}
+	}
+	return out
+}
+
+// Lookalike is the traced chain's contract whose Deposit events of the
+// wrapper's signature no value backs.
+func (g *Generator) Lookalike() common.Address { return g.lookalike }
 
 // Wrapper is the traced chain's wrapper contract.
 func (g *Generator) Wrapper() common.Address { return g.wrapper }
@@ -266,17 +286,25 @@ const genPrice = genBaseFee + genTip
 
 const genTip = 1_000_000_000
 
-var topicDeposit = common.HexToHash("0xe1fffcc4923d04b559f4d29a8bfc6cda04eb5b0d3c460751c2402c5c5cc9109c")
-
 // wrapperTx is a deposit into the wrapper (value at top level), or a
 // withdrawal it pays from inside its execution: to the caller, to a third
 // party, or not at all (the payment frame fails, the tx does not).
 func (g *Generator) wrapperTx() genTx {
 	from := int(g.pickAccount.Uint64())
 	w := g.wrapper
+	if g.rng.Intn(8) == 0 {
+		// A look-alike: another contract's Deposit(caller, wad) event of
+		// the wrapper's signature, in a call that moves no value.
+		v := new(big.Int).Mul(big.NewInt(g.rng.Int63n(1_000_000)+1), genUnit)
+		la := g.lookalike
+		logs := []genLog{{address: la, topics: []common.Hash{topicDeposit, addrTopic(g.accounts[from])},
+			data: v.FillBytes(make([]byte, 32))}}
+		return g.tx(from, &la, nil, 30_000+uint64(g.rng.Intn(2000)), []byte{0xb6, 0xb5, 0x5f, 0x25}, nil, logs)
+	}
 	if g.wrapped[from] == 0 {
 		units := uint64(g.rng.Int63n(1_000_000) + 1)
 		g.wrapped[from] += units
+		g.everWrapped[from] = true
 		v := new(big.Int).Mul(new(big.Int).SetUint64(units), genUnit)
 		logs := []genLog{{address: w, topics: []common.Hash{topicDeposit, addrTopic(g.accounts[from])},
 			data: v.FillBytes(make([]byte, 32))}}
@@ -293,7 +321,11 @@ func (g *Generator) wrapperTx() genTx {
 		input = make([]byte, 68)
 		copy(input, []byte{0x20, 0x5c, 0x28, 0x78}) // withdrawTo(address,uint256)
 	}
-	t := g.tx(from, &w, nil, 40_000+uint64(g.rng.Intn(5000)), input, nil, nil)
+	// Withdrawal(caller, wad) as WETH9 emits it; also after a failed
+	// payment, where no value backs it and the wrapped balance stays.
+	logs := []genLog{{address: w, topics: []common.Hash{topicWithdrawal, addrTopic(g.accounts[from])},
+		data: v.FillBytes(make([]byte, 32))}}
+	t := g.tx(from, &w, nil, 40_000+uint64(g.rng.Intn(5000)), input, nil, logs)
 	f := genFrame{typ: "CALL", from: w, to: dst, value: v, gas: 2300, gasUsed: 0}
 	if kind == 3 {
 		f.err = "execution reverted" // the wrapper ignores the failed payment

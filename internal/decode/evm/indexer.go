@@ -216,6 +216,7 @@ func (ix *Indexer) DerivedTables() []string {
 		"evm_nft_tokens", "evm_nft_owner_history", "evm_token_balances", "evm_token_balance_history",
 		"evm_native_balances", "evm_native_balance_history",
 		"evm_internal_txs", "evm_address_internals", "evm_untrusted_balances",
+		"evm_untrusted_tokens",
 	}
 	if ix.cfg.Logs != nil {
 		t = append(t, ix.cfg.Logs.DerivedTables()...)

@@ -1,6 +1,7 @@
 package evm
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -34,9 +35,15 @@ func tracedGenerated(seed int64, n int) (*Generator, []ingest.RawBlock) {
 // storedBalance is address's balance after block n ("0" without a row).
 func storedBalance(t *testing.T, db *store.DB, a common.Address, n int) *big.Int {
 	t.Helper()
+	return storedDecimal(t, db, `SELECT balance FROM evm_native_balance_history
+		WHERE chain_key = 'gen' AND address = $1 AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, a[:], n)
+}
+
+// storedDecimal runs a query of one decimal balance ("0" without a row).
+func storedDecimal(t *testing.T, db *store.DB, q string, args ...any) *big.Int {
+	t.Helper()
 	var s string
-	err := db.QueryRowContext(context.Background(), `SELECT balance FROM evm_native_balance_history
-		WHERE chain_key = 'gen' AND address = $1 AND block_number <= $2 ORDER BY block_number DESC LIMIT 1`, a[:], n).Scan(&s)
+	err := db.QueryRowContext(context.Background(), q, args...).Scan(&s)
 	if errors.Is(err, sql.ErrNoRows) {
 		return new(big.Int)
 	}
@@ -79,7 +86,71 @@ func TestTracedGeneratedChain(t *testing.T) {
 		if _, ok := facts[string(allAddr)]; ok || len(facts) != 1 {
 			t.Fatalf("traced chain: untrusted facts %v, want only value in contracts", facts)
 		}
+		// The wrapper's token balances (WETH9-style Deposit/Withdrawal, no
+		// Transfer) are the generator's: deposits and withdrawals paid to the
+		// caller or a third party count, a Withdrawal whose payment failed
+		// (no value backs it) does not.
+		for _, c := range []struct {
+			g      *Generator
+			height int
+		}{{mid, n/2 - 1}, {gen, n - 1}} {
+			wrapped := c.g.Wrapped()
+			if len(wrapped) < 10 {
+				t.Fatalf("only %d accounts ever wrapped", len(wrapped))
+			}
+			for a, want := range wrapped {
+				if got := storedTokenBalance(t, db, gen.Wrapper(), a, c.height); got.Cmp(want) != 0 {
+					t.Fatalf("wrapped balance of %s after block %d: %s, generator %s", a.Hex(), c.height, got, want)
+				}
+			}
+		}
+		if toks := untrustedTokens(t, db); len(toks) != 0 {
+			t.Fatalf("traced chain: untrusted tokens %v", toks)
+		}
+		// The look-alike's Deposit events (no value backs them) are no
+		// token movements.
+		var lookalike int
+		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM evm_token_balance_history WHERE chain_key = 'gen' AND token = $1`,
+			gen.Lookalike().Bytes()).Scan(&lookalike); err != nil || lookalike != 0 {
+			t.Fatalf("look-alike Deposit events applied: %d balance rows (%v)", lookalike, err)
+		}
+		if !anyBlockHas(blocks, gen.Lookalike()) {
+			t.Fatal("the chain has no look-alike Deposit event")
+		}
+		var xfers int
+		if err := db.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM evm_transfers WHERE chain_key = 'gen' AND token = $1`,
+			gen.Wrapper().Bytes()).Scan(&xfers); err != nil || xfers != 0 {
+			t.Fatalf("wrapper deposits/withdrawals listed as %d transfers (%v): they are not Transfer events", xfers, err)
+		}
 	})
+}
+
+// storedTokenBalance is holder's ERC-20 balance of token after block n.
+func storedTokenBalance(t *testing.T, db *store.DB, token, holder common.Address, n int) *big.Int {
+	t.Helper()
+	return storedDecimal(t, db, `SELECT balance FROM evm_token_balance_history
+		WHERE chain_key = 'gen' AND holder = $1 AND erc_type = 'ERC-20' AND token = $2 AND token_id = '' AND block_number <= $3
+		ORDER BY block_number DESC LIMIT 1`, holder[:], token[:], n)
+}
+
+// untrustedTokens are the chain's evm_untrusted_tokens rows: token -> since.
+func untrustedTokens(t *testing.T, db *store.DB) map[common.Address]int64 {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT token, since_block FROM evm_untrusted_tokens WHERE chain_key = 'gen'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[common.Address]int64{}
+	for rows.Next() {
+		var a []byte
+		var since int64
+		if err := rows.Scan(&a, &since); err != nil {
+			t.Fatal(err)
+		}
+		out[common.BytesToAddress(a)] = since
+	}
+	return out
 }
 
 // untrustedFacts are the chain's evm_untrusted_balances rows: address -> since.
@@ -143,6 +214,36 @@ func TestUntracedGeneratedChain(t *testing.T) {
 		for a, want := range before.Ledger() {
 			if got := storedBalance(t, db, a, int(since)-1); got.Cmp(want) != 0 {
 				t.Fatalf("%s after block %d (before the untrusted mark %d): %s, ledger %s", a.Hex(), since-1, since, got, want)
+			}
+		}
+		// A Withdrawal cannot be checked without traces: the wrapper token is
+		// untrusted from the first block that has one; its deposits before
+		// (paid by the tx itself) are exact.
+		first := -1
+		for i := range blocks {
+			if bytes.Contains(blocks[i].Bytes, []byte(topicWithdrawal.Hex()[2:])) {
+				first = i
+				break
+			}
+		}
+		// The look-alike's Deposit (no value at top level, no traces to
+		// look further) cannot be checked either: untrusted from its first.
+		firstLA := -1
+		for i := range blocks {
+			if anyBlockHas(blocks[i:i+1], gen.Lookalike()) {
+				firstLA = i
+				break
+			}
+		}
+		toks := untrustedTokens(t, db)
+		if first < 0 || firstLA < 0 || len(toks) != 2 || toks[gen.Wrapper()] != int64(first) || toks[gen.Lookalike()] != int64(firstLA) {
+			t.Fatalf("untrusted tokens %v, want the wrapper %s from block %d and the look-alike %s from %d", toks,
+				gen.Wrapper().Hex(), first, gen.Lookalike().Hex(), firstLA)
+		}
+		wbefore, _ := tracedGenerated(11, first)
+		for a, want := range wbefore.Wrapped() {
+			if got := storedTokenBalance(t, db, gen.Wrapper(), a, first-1); got.Cmp(want) != 0 {
+				t.Fatalf("wrapped balance of %s after block %d: %s, generator %s", a.Hex(), first-1, got, want)
 			}
 		}
 	})
@@ -258,4 +359,14 @@ func TestMinterCallsUntrust(t *testing.T) {
 			t.Fatalf("untrusted facts %v, want every balance untrusted from block %d at the latest", facts, want)
 		}
 	})
+}
+
+// anyBlockHas reports whether one of the blocks mentions address a.
+func anyBlockHas(blocks []ingest.RawBlock, a common.Address) bool {
+	for i := range blocks {
+		if bytes.Contains(blocks[i].Bytes, []byte(strings.ToLower(a.Hex()[2:]))) {
+			return true
+		}
+	}
+	return false
 }

@@ -73,6 +73,8 @@ var (
 		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, "")
 	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
 		bInt("since_block")}, "ON CONFLICT (chain_key, address) DO NOTHING")
+	insUntrustedTok = newInsert("evm_untrusted_tokens", []column{bText("chain_key"), cBlob("token"),
+		bInt("since_block")}, "ON CONFLICT (chain_key, token) DO NOTHING")
 
 	// SQLite: point reads of the current balance of one key.
 	selNativeOne = "SELECT balance FROM evm_native_balances WHERE chain_key = $1 AND address = $2"
@@ -139,7 +141,14 @@ type writer struct {
 	xfers   []transfer
 
 	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
-	tokBal, tokHist, natBal, natHist, internals, addrInternals, untrusted rowSet
+	tokBal, tokHist, natBal, natHist, internals, addrInternals, untrusted, untrustedTokens rowSet
+
+	// Wrapped native tokens (wrapped.go): the value movements that backed an
+	// event of the tx, and the tokens of the block whose events could not
+	// be checked.
+	frameUsed    []bool
+	wad          big.Int
+	untrustedTok map[common.Address]struct{}
 
 	keysN []common.Address
 	keysT []tokenKey
@@ -227,6 +236,9 @@ func newWriter(log *slog.Logger) *writer {
 		internals:     rowSet{spec: insInternals},
 		addrInternals: rowSet{spec: insAddrInternals},
 		untrusted:     rowSet{spec: insUntrusted},
+
+		untrustedTokens: rowSet{spec: insUntrustedTok},
+		untrustedTok:    make(map[common.Address]struct{}),
 	}
 }
 
@@ -282,6 +294,7 @@ func (w *writer) begin(chain string, b *block) {
 	clear(w.tokens)
 	clear(w.nfts)
 	clear(w.cons)
+	clear(w.untrustedTok)
 	w.nftOrd = w.nftOrd[:0]
 	w.conOrd = w.conOrd[:0]
 	w.nnftPool, w.nconPool = 0, 0
@@ -295,7 +308,7 @@ func (w *writer) begin(chain string, b *block) {
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
-	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted} {
+	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted, &w.untrustedTokens} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
 	w.internals.blockArgs = append(w.internals.blockArgs, chain, num, b.hash[:], w.time)
@@ -305,7 +318,7 @@ func (w *writer) begin(chain string, b *block) {
 // (the current balances are written per batch: flushBalances).
 func (w *writer) sets() []*rowSet {
 	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted}
+		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted, &w.untrustedTokens}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -488,6 +501,7 @@ func (w *writer) collect() error {
 				return fmt.Errorf("tx %s log %d: %w", t.hash.Hex(), j, err)
 			}
 		}
+		w.collectWrapped(t)
 	}
 	w.buildContracts()
 	w.buildNFTs(num)

@@ -695,14 +695,19 @@ func (c *comparer) utxos(ctx context.Context) {
 	}
 }
 
+// evmChain is the node RPC URL and EVM chain ID of C or the L1.
+func (c *comparer) evmChain(chain string) (rpcURL, chainID string) {
+	if chain == ChainL1 {
+		return c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
+	}
+	return c.n.CRPCURL(), c.n.CEVMChainID.String()
+}
+
 // evmBalances compares eth_getBalance of every address at every height of
 // C and the L1 with the data service's balances:getNative at that block.
 func (c *comparer) evmBalances(ctx context.Context) {
 	for _, chain := range []string{ChainC, ChainL1} {
-		rpcURL, chainID := c.n.CRPCURL(), c.n.CEVMChainID.String()
-		if chain == ChainL1 {
-			rpcURL, chainID = c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
-		}
+		rpcURL, chainID := c.evmChain(chain)
 		kind := chain + " native balance (getNative vs eth_getBalance)"
 		for _, a := range c.evmAddresses(chain) {
 			for h := uint64(0); h <= c.tips[chain]; h++ {
@@ -769,9 +774,10 @@ func (c *comparer) acceptance(ctx context.Context) map[string]map[int64]time.Tim
 // block) with the contract's own balanceOf (eth_call at that block).
 func (c *comparer) erc20Balances(ctx context.Context) {
 	for _, chain := range []string{ChainC, ChainL1} {
-		rpcURL, chainID, contracts := c.n.CRPCURL(), c.n.CEVMChainID.String(), c.res.CContracts
+		rpcURL, chainID := c.evmChain(chain)
+		contracts := c.res.CContracts
 		if chain == ChainL1 {
-			rpcURL, chainID, contracts = c.n.L1RPCURL(), c.n.L1.EVMChainID.String(), c.res.L1Contracts
+			contracts = c.res.L1Contracts
 		}
 		kind := chain + " ERC-20 balance (listErc20 vs balanceOf)"
 		var tokens []string
@@ -840,10 +846,7 @@ func (c *comparer) evmTxs(ctx context.Context) {
 		if (r.Chain != ChainC && r.Chain != ChainL1) || r.Atomic {
 			continue
 		}
-		rpcURL, chainID := c.n.CRPCURL(), c.n.CEVMChainID.String()
-		if r.Chain == ChainL1 {
-			rpcURL, chainID = c.n.L1RPCURL(), c.n.L1.EVMChainID.String()
-		}
+		rpcURL, chainID := c.evmChain(r.Chain)
 		kind := r.Chain + " native tx (listNative vs eth_getTransactionByHash + receipt)"
 		var tx struct {
 			From     string         `json:"from"`

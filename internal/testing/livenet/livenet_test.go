@@ -31,7 +31,7 @@ func TestLiveNetwork(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	wstart := time.Now()
-	res, err := Run(ctx, n, WorkloadConfig{Logf: t.Logf})
+	res, err := Run(ctx, n, WorkloadConfig{Logf: t.Logf, WhileStaking: pf.whileStaking})
 	workload := time.Since(wstart)
 	logPath := writeLog(t, n)
 	if err != nil {

@@ -68,7 +68,7 @@ type permafrost struct {
 
 // startPermafrost runs `permafrost serve` against node (the L1 node, which
 // serves P, X, C and the L1) on a database, logging to logDir.
-func startPermafrost(t *testing.T, bin, node, genesisPath, dsn, logDir string) *permafrost {
+func startPermafrost(t *testing.T, bin, node, genesisPath, dsn, logDir string, extra ...string) *permafrost {
 	t.Helper()
 	listen := freeAddr(t)
 	p := &permafrost{t: t, bin: bin, url: "http://" + listen, logDir: logDir, args: []string{"serve",
@@ -79,6 +79,7 @@ func startPermafrost(t *testing.T, bin, node, genesisPath, dsn, logDir string) *
 		// The differential checks make thousands of requests a minute from one IP.
 		"--anonymous-cu", "1000000000",
 		"--log-format", "text"}}
+	p.args = append(p.args, extra...)
 	p.start()
 	t.Cleanup(p.stop)
 	return p

@@ -26,7 +26,11 @@ type WorkloadConfig struct {
 	StakeDuration time.Duration
 	// SkipRewardWait returns without waiting for the stakers to end.
 	SkipRewardWait bool
-	Logf           func(string, ...any)
+	// WhileStaking, when set, runs once every tx is issued and before the
+	// wait for the stakers to end, while they are current validators and
+	// delegators (e.g. to compare an indexer's validators with the node's).
+	WhileStaking func(ctx context.Context, res *WorkloadResult)
+	Logf         func(string, ...any)
 }
 
 // Staker is a primary-network staker added by the workload.
@@ -134,6 +138,9 @@ func Run(ctx context.Context, n *Network, cfg WorkloadConfig) (*WorkloadResult, 
 	// Phase 2: several txs per block on every chain.
 	if err := w.phase("concurrent", func() error { return w.concurrent(ctx) }); err != nil {
 		return w.res, err
+	}
+	if cfg.WhileStaking != nil {
+		cfg.WhileStaking(ctx, w.res)
 	}
 	if !cfg.SkipRewardWait {
 		if err := w.phase("rewards", func() error { return w.waitStakersGone(ctx) }); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -161,6 +162,21 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 	if filterSpam {
 		spam = " AND (rep.reputation IS NULL OR rep.reputation <> 'Malicious')"
 	}
+	// Tokens whose computed balances may be wrong at N: listed from the
+	// rows the index has (zero or not), with the node's balanceOf.
+	untrusted, err := h.untrustedTokensAt(ctx, q, bp.n)
+	if err != nil {
+		return nil, err
+	}
+	nonZero := "x.bal <> '0'"
+	if len(untrusted) > 0 {
+		list := make([]string, 0, len(untrusted))
+		for a := range untrusted {
+			list = append(list, a)
+		}
+		sort.Strings(list)
+		nonZero = "(x.bal <> '0' OR x.token IN (" + inHexList(vals, "u", list) + "))"
+	}
 	token := h.d.DB.Dialect().HexExpr("x.token") // contracts and enrichment key addresses by text
 	rows, err := h.query(ctx, `SELECT x.token, x.bal, c.name, c.symbol, c.decimals, rep.reputation FROM (
 		SELECT b.chain_key, b.token,
@@ -173,18 +189,32 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 		WHERE b.chain_key = @chain AND b.holder = @holder AND b.erc_type = 'ERC-20' AND b.token_id = ''`+cond+`
 	) x LEFT JOIN evm_contracts c ON c.chain_key = x.chain_key AND c.address = `+token+`
 	LEFT JOIN enrich_token_reputation rep ON rep.chain_key = x.chain_key AND rep.address = `+token+`
-	WHERE x.bal IS NOT NULL AND x.bal <> '0'`+spam+`
+	WHERE x.bal IS NOT NULL AND `+nonZero+spam+`
 	ORDER BY x.token LIMIT @limit`, vals)
 	if err != nil {
 		return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
 	}
 	defer rows.Close()
+	read, last := 0, ""
 	for rows.Next() {
 		var b Erc20TokenBalance
 		var name, symbol, rep sql.NullString
 		var dec sql.NullInt64
 		if err := rows.Scan(store.ScanHex(&b.Address), &b.Balance, &name, &symbol, &dec, &rep); err != nil {
 			return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
+		}
+		if read++; read > bp.limit {
+			resp.NextPageToken = bp.next(h, balanceCursor{Token: last})
+			break
+		}
+		last = b.Address
+		if untrusted[b.Address] {
+			if b.Balance, err = h.nodeTokenBalance(ctx, q, b.Address, bp.n); err != nil {
+				return nil, err
+			}
+			if b.Balance == "0" {
+				continue
+			}
 		}
 		b.Name, b.Symbol, b.Decimals, b.decimalsKnown = name.String, symbol.String, int(dec.Int64), dec.Valid
 		b.ErcType, b.ChainID = ercERC20, q.chain.EVMChainID
@@ -195,11 +225,6 @@ func (h *handlers) listErc20(r *http.Request) (any, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("erc-20 balances of %s: %w", q.addr, err)
-	}
-	if len(resp.Erc20TokenBalances) > bp.limit {
-		resp.Erc20TokenBalances = resp.Erc20TokenBalances[:bp.limit]
-		last := resp.Erc20TokenBalances[bp.limit-1]
-		resp.NextPageToken = bp.next(h, balanceCursor{Token: last.Address})
 	}
 	h.enrichErc20(ctx, q, &resp, currency)
 	return resp, nil

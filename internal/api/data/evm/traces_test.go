@@ -415,6 +415,11 @@ func (c *countingNode) Balance(ctx context.Context, a common.Address, block uint
 	return c.node.Balance(ctx, a, block)
 }
 
+func (c *countingNode) TokenBalance(ctx context.Context, token, holder common.Address, block uint64) (*big.Int, error) {
+	c.n.Add(1)
+	return c.node.TokenBalance(ctx, token, holder, block)
+}
+
 func TestUntracedDevnetC(t *testing.T) {
 	o := loadDebugOracle(t)
 	for _, backend := range storetest.Backends {
