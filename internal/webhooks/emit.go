@@ -22,10 +22,12 @@ import (
 // the same transaction. So an event exists exactly when its block is
 // indexed, and a crash loses neither.
 //
-// Done: EVM address_activity (txs whose sender, recipient, created contract
-// or an ERC-20/721/1155 transfer's party is watched; logs with includeLogs,
-// filtered by eventSignatures). To do (a later session):
-// primary_network_address_activity and validator_activity, internal txs.
+// EVM address_activity (txs whose sender, recipient, created contract, an
+// ERC-20/721/1155 transfer's party or, with includeInternalTxs, an internal
+// tx's party is watched; logs with includeLogs, filtered by
+// eventSignatures), primary_network_address_activity on P, X and the
+// C-chain's atomic txs (primary.go) and validator_activity on P
+// (validators.go).
 type Emitter struct {
 	chain, kind string
 	inner       ingest.Indexer
@@ -68,10 +70,20 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 	if err := e.inner.Apply(ctx, tx, b); err != nil {
 		return err
 	}
-	if e.kind != "EVM" {
-		return nil
+	var err error
+	switch e.kind {
+	case "EVM":
+		if err = e.evmEvents(ctx, tx, b); err == nil && e.chain == "C" {
+			err = e.primaryEvents(ctx, tx, b) // the C-chain's atomic txs
+		}
+	case "P":
+		if err = e.primaryEvents(ctx, tx, b); err == nil {
+			err = e.validatorEvents(ctx, tx, b)
+		}
+	case "X":
+		err = e.primaryEvents(ctx, tx, b)
 	}
-	if err := e.evmEvents(ctx, tx, b); err != nil {
+	if err != nil {
 		return fmt.Errorf("webhooks %s: block %d: %w", e.chain, b.Height, err)
 	}
 	return nil
@@ -79,9 +91,10 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 
 // evmHook is an active address_activity webhook of this chain.
 type evmHook struct {
-	id          string
-	includeLogs bool
-	signatures  map[string]bool // topic0 filter of the logs; empty: all
+	id              string
+	includeLogs     bool
+	includeInternal bool
+	signatures      map[string]bool // topic0 filter of the logs; empty: all
 }
 
 // evmMatches pairs the block's txs with the webhooks watching a party of
@@ -89,7 +102,7 @@ type evmHook struct {
 // joined with the watched keys (0x-hex text) by the stored bytes' hex.
 func evmMatches(d store.Dialect) string {
 	hex := d.HexExpr
-	return `SELECT DISTINCT w.id, w.include_logs, w.metadata, m.tx_index FROM (
+	return `SELECT DISTINCT w.id, w.include_logs, w.include_internal_txs, w.metadata, m.tx_index FROM (
 		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_txs WHERE chain_key = $1 AND block_number = $2
 		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
 		UNION ALL SELECT tx_index, ` + hex("contract_address") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
@@ -98,7 +111,14 @@ func evmMatches(d store.Dialect) string {
 	) m JOIN webhook_keys k ON k.key = m.a
 	JOIN webhooks w ON w.id = k.webhook_id
 	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
-	ORDER BY m.tx_index, w.id`
+	UNION SELECT w.id, w.include_logs, w.include_internal_txs, w.metadata, m.tx_index FROM (
+		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2
+		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2
+	) m JOIN webhook_keys k ON k.key = m.a
+	JOIN webhooks w ON w.id = k.webhook_id
+	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
+		AND w.include_internal_txs
+	ORDER BY 5, 1`
 }
 
 func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
@@ -123,7 +143,7 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	for rows.Next() {
 		var m match
 		var md string
-		if err := rows.Scan(&m.hook.id, &m.hook.includeLogs, &md, &m.tx); err != nil {
+		if err := rows.Scan(&m.hook.id, &m.hook.includeLogs, &m.hook.includeInternal, &md, &m.tx); err != nil {
 			rows.Close()
 			return fmt.Errorf("match addresses: %w", err)
 		}
@@ -155,30 +175,17 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if err != nil {
 		return err
 	}
-	now := e.now().UnixMilli()
+	internals, err := blockInternals(ctx, tx, e.chain, int64(b.Height))
+	if err != nil {
+		return err
+	}
 	for _, m := range matches {
 		if m.tx < 0 || m.tx >= len(blk.Block.Transactions) || m.tx >= len(blk.Receipts) {
 			return fmt.Errorf("tx %d is not in the raw block", m.tx)
 		}
-		msgID := MessageID(m.hook.id, e.chain, b.Height, m.tx)
-		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], m.hook)
-		body, err := Canonical(map[string]any{"webhookId": m.hook.id, "eventType": EventAddressActivity, "messageId": msgID, "event": event})
-		if err != nil {
+		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], internals[m.tx], m.hook)
+		if err := e.writeEvent(ctx, tx, m.hook.id, EventAddressActivity, b.Height, m.tx, event); err != nil {
 			return err
-		}
-		res, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
-			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, m.hook.id, int64(b.Height), m.tx, msgID, e.chain, string(body), now)
-		if err != nil {
-			return fmt.Errorf("write event: %w", err)
-		}
-		// An event raised again (reindex) is skipped and not queued again.
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("write event: %w", err)
-		} else if n > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, 1)
-				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + 1`, m.hook.id); err != nil {
-				return fmt.Errorf("queue event: %w", err)
-			}
 		}
 	}
 	return nil
@@ -337,7 +344,7 @@ func blockTransfers(ctx context.Context, tx *store.Tx, chain string, height int6
 }
 
 // transactionEvent is the TransactionEvent of tx i for hook.
-func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, hook evmHook) map[string]any {
+func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, internals []internalTx, hook evmHook) map[string]any {
 	t, r := b.Block.Transactions[i], b.Receipts[i]
 	to := ""
 	if t.To != nil {
@@ -385,6 +392,12 @@ func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, h
 		byType[x.ercType] = append(byType[x.ercType], x)
 	}
 	tr["erc20Transfers"], tr["erc721Transfers"], tr["erc1155Transfers"] = byType["ERC-20"], byType["ERC-721"], byType["ERC-1155"]
+	if hook.includeInternal {
+		if internals == nil {
+			internals = []internalTx{}
+		}
+		tr["internalTransactions"] = internals
+	}
 	event := map[string]any{"transaction": tr}
 	if hook.includeLogs {
 		logs := []map[string]any{}
@@ -410,4 +423,40 @@ func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, h
 		event["logs"] = logs
 	}
 	return event
+}
+
+// internalTx is one evm_internal_txs row as WebhookInternalTransaction.
+type internalTx struct {
+	From            string `json:"from"`
+	To              string `json:"to"`
+	InternalTxType  string `json:"internalTxType"`
+	Value           string `json:"value"`
+	GasUsed         string `json:"gasUsed"`
+	GasLimit        string `json:"gasLimit"`
+	TransactionHash string `json:"transactionHash"`
+}
+
+// blockInternals reads the block's internal txs (evm_internal_txs, as the
+// EVM indexer decoded the call traces) by tx index, in trace order.
+func blockInternals(ctx context.Context, tx *store.Tx, chain string, height int64) (map[int][]internalTx, error) {
+	rows, err := tx.Query(ctx, `SELECT tx_index, tx_hash, call_type, from_addr, to_addr, value, gas, gas_used
+		FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2 ORDER BY tx_index, trace_index`, chain, height)
+	if err != nil {
+		return nil, fmt.Errorf("read internal txs: %w", err)
+	}
+	defer rows.Close()
+	out := map[int][]internalTx{}
+	for rows.Next() {
+		var t internalTx
+		var i int
+		var gas, used int64
+		if err := rows.Scan(&i, store.ScanHex(&t.TransactionHash), &t.InternalTxType, store.ScanHex(&t.From), store.ScanHex(&t.To),
+			&t.Value, &gas, &used); err != nil {
+			return nil, fmt.Errorf("read internal txs: %w", err)
+		}
+		t.InternalTxType = strings.ToLower(t.InternalTxType)
+		t.GasLimit, t.GasUsed = strconv.FormatInt(gas, 10), strconv.FormatInt(used, 10)
+		out[i] = append(out[i], t)
+	}
+	return out, rows.Err()
 }
