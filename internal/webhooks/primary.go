@@ -480,7 +480,6 @@ func (ci *chainInfo) render(chain string, bs map[string]map[string]*aggregate) m
 	return out
 }
 
-
 // primaryEvents writes the primary_network_address_activity events of the
 // block: per tx and webhook watching an owner of a UTXO the tx consumed or
 // produced on this chain, a balance_change, a balance_threshold when the

@@ -147,8 +147,8 @@ func stakerEvents(ctx context.Context, tx *store.Tx, h int64) ([]valEvent, error
 	}
 	type staker struct {
 		txID, txType, kind, nodeID, subnetID, weight, removal, removalTx, staked string
-		start, end, added, removed                                                int64
-		index                                                                     int
+		start, end, added, removed                                               int64
+		index                                                                    int
 	}
 	var ss []staker
 	for rows.Next() {
