@@ -30,7 +30,8 @@ type receiver struct {
 	n      atomic.Int64
 
 	mu       sync.Mutex
-	got      []received // accepted, in arrival order
+	got      []received // accepted address_activity events, in arrival order
+	platform [][]byte   // accepted primary-network and validator events, in arrival order
 	badSig   int
 	invalids []string
 }
@@ -73,6 +74,15 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if webhooks.Sign(r.secret, body) != req.Header.Get("x-signature") {
 		r.badSig++
 		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var env struct{ EventType string }
+	if err := json.Unmarshal(body, &env); err == nil && env.EventType != webhooks.EventAddressActivity {
+		// Primary-network and validator events (primary_test.go).
+		if err := checkPlatformPayload(r.oapi, body); err != nil {
+			r.invalids = append(r.invalids, err.Error())
+		}
+		r.platform = append(r.platform, body)
 		return
 	}
 	if err := r.oapi.CheckSchema("WebhookAddressActivityResponse", body); err != nil {

@@ -24,7 +24,6 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
-	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 func TestMain(m *testing.M) {
@@ -256,6 +255,15 @@ func readOutbox(t *testing.T, ctx context.Context, db *store.DB) map[event]outbo
 // database, the chains and the webhooks' names by id.
 func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch map[string][]string, urlBase string) (*store.DB, *chains.Set, map[string]string) {
 	t.Helper()
+	var hooks map[string]string
+	db, set := ingestDevnet(t, ctx, backend, func(db *store.DB) { hooks = registerHooks(t, ctx, db, watch, urlBase) })
+	return db, set, hooks
+}
+
+// ingestDevnet indexes devnet-a into a fresh database of backend after
+// register ran on it (before the first block).
+func ingestDevnet(t *testing.T, ctx context.Context, backend string, register func(*store.DB)) (*store.DB, *chains.Set) {
+	t.Helper()
 	db, err := store.Open(ctx, storetest.DSNFor(t, backend))
 	if err != nil {
 		t.Fatal(err)
@@ -264,17 +272,7 @@ func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch ma
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg := webhooks.NewRegistry(db, nil)
-	hooks := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(watch)) {
-		w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: urlBase + name,
-			ChainID: "88888", ChainKey: "C", Status: webhooks.StatusActive, Metadata: []byte(`{}`),
-			IncludeLogs: name == "logs", Keys: watch[name]}
-		if err := reg.Create(ctx, "owner", w); err != nil {
-			t.Fatal(err)
-		}
-		hooks[w.ID] = name
-	}
+	register(db)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set, err := chains.Build(ctx, chains.Options{NodeURL: testenv.ReplayNode(t),
 		GenesisPath: filepath.Join(testenv.DevnetDir(t), "genesis.json"), Log: log, BatchSize: 8})
@@ -284,7 +282,7 @@ func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch ma
 	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true, Discover: set.Discover(db)}, log).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return db, set, hooks
+	return db, set
 }
 
 // watchLists are the addresses the tests' webhooks watch: the workload's two

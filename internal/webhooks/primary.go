@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -10,6 +11,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
+	"github.com/ava-labs/avalanchego/utils/formatting/address"
 
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -29,6 +33,7 @@ import (
 // hook is an active webhook of one chain and event type.
 type hook struct {
 	id, network, chainID string
+	hrp                  string // of its first key, when it is a bech32 address
 	metadata             []byte
 	includeLogs          bool
 	includeInternal      bool
@@ -53,7 +58,51 @@ func activeHooks(ctx context.Context, tx *store.Tx, chain, eventType string, hei
 		h.metadata = []byte(md)
 		out = append(out, h)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if eventType == EventPrimaryAddressActivity && len(out) > 0 {
+		var key string
+		if err := tx.QueryRow(ctx, `SELECT key FROM webhook_keys WHERE webhook_id = $1 LIMIT 1`, out[0].id).Scan(&key); err == nil {
+			out[0].hrp, _, _ = address.ParseBech32(key)
+		}
+	}
+	return out, nil
+}
+
+// signers are the addresses of the keys that signed input i of a tx
+// (px_txs.credentials): the owners of a UTXO whose creation is not indexed
+// yet (a threshold-1 UTXO's owner; the signing owners of a multisig one).
+func signers(hrp, credentials string, i int) ([]string, error) {
+	var creds [][]struct {
+		PublicKey string `json:"publicKey"`
+	}
+	if err := json.Unmarshal([]byte(credentials), &creds); err != nil {
+		return nil, fmt.Errorf("credentials: %w", err)
+	}
+	if i < 0 || i >= len(creds) {
+		return nil, nil
+	}
+	var out []string
+	for _, c := range creds[i] {
+		b, err := base64.StdEncoding.DecodeString(c.PublicKey)
+		if err != nil {
+			return nil, fmt.Errorf("credentials: %w", err)
+		}
+		pk, err := secp256k1.ToPublicKey(b)
+		if err != nil {
+			return nil, fmt.Errorf("credentials: %w", err)
+		}
+		addr := pk.Address()
+		s, err := address.FormatBech32(hrp, addr[:])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // watching maps each of keys to the ids of hooks watching it.
@@ -116,11 +165,13 @@ func (e *Emitter) writeEvent(ctx context.Context, tx *store.Tx, id, eventType st
 type pTx struct {
 	id, typ, stakerTx string
 	index             int
+	credentials       string // JSON: per input index, [{signature, publicKey}]
 }
 
 // pBlock is what a P, X or C block did to the primary network's UTXOs.
 type pBlock struct {
 	chain, blockID string
+	hrp            string // the network's, for addresses of signers
 	height         uint64
 	time           int64
 	txs            []pTx
@@ -142,7 +193,8 @@ type bUTXO struct {
 }
 
 const utxoCols = `utxo_id, tx_id, asset_id, amount, created_chain, utxo_type, reward_type, output_index, locktime,
-	stakeable_locktime, stake_locked, addresses, threshold, created_height, consumed_tx, consumed_chain, consumed_height`
+	stakeable_locktime, stake_locked, addresses, threshold, created_height, consumed_tx, consumed_chain, consumed_height,
+	consumed_input_index`
 
 // fungible restricts to the outputs balances count (as avalanchego's
 // getBalance: transfer and stakeable-lock outputs).
@@ -152,13 +204,13 @@ const fungible = ` AND fx_type IN ('secp256k1fx.TransferOutput', 'stakeable.Lock
 // UTXOs they consumed and produced on that chain (stake outputs and rewards
 // of the stakers a reward tx removes included). ok is false when the block
 // decides no tx.
-func loadPBlock(ctx context.Context, tx *store.Tx, chain string, height uint64) (*pBlock, bool, error) {
-	b := &pBlock{chain: chain, height: height, utxos: map[string]*bUTXO{}}
-	q := `SELECT tx_id, tx_type, reward_staker_tx, tx_index, block_id, timestamp FROM px_txs WHERE chain_key = $1 AND height = $2 ORDER BY tx_index`
+func loadPBlock(ctx context.Context, tx *store.Tx, chain, hrp string, height uint64) (*pBlock, bool, error) {
+	b := &pBlock{chain: chain, hrp: hrp, height: height, utxos: map[string]*bUTXO{}}
+	q := `SELECT tx_id, tx_type, reward_staker_tx, tx_index, block_id, timestamp, credentials FROM px_txs WHERE chain_key = $1 AND height = $2 ORDER BY tx_index`
 	args := []any{chain, int64(height)}
 	if chain == "P" {
 		// A proposal tx is decided by the option block after it.
-		q = `SELECT x.tx_id, x.tx_type, x.reward_staker_tx, x.tx_index, x.block_id, x.timestamp FROM px_txs x JOIN p_txs t ON t.tx_id = x.tx_id
+		q = `SELECT x.tx_id, x.tx_type, x.reward_staker_tx, x.tx_index, x.block_id, x.timestamp, x.credentials FROM px_txs x JOIN p_txs t ON t.tx_id = x.tx_id
 			WHERE x.chain_key = 'P' AND x.height IN ($1, $2) AND t.decided_height = $2 ORDER BY x.height, x.tx_index`
 		args = []any{int64(height) - 1, int64(height)}
 	}
@@ -170,7 +222,7 @@ func loadPBlock(ctx context.Context, tx *store.Tx, chain string, height uint64) 
 		var t pTx
 		var blockID string
 		var ts int64
-		if err := rows.Scan(&t.id, &t.typ, &t.stakerTx, &t.index, &blockID, &ts); err != nil {
+		if err := rows.Scan(&t.id, &t.typ, &t.stakerTx, &t.index, &blockID, &ts, &t.credentials); err != nil {
 			rows.Close()
 			return nil, false, fmt.Errorf("read txs: %w", err)
 		}
@@ -200,12 +252,15 @@ func loadPBlock(ctx context.Context, tx *store.Tx, chain string, height uint64) 
 	}
 	in := placeholders(2, len(ids))
 	qs := []string{
-		`SELECT ` + utxoCols + ` FROM utxos WHERE consumed_tx IN (` + in + `) AND consumed_chain = $1` + fungible,
-		`SELECT ` + utxoCols + ` FROM utxos WHERE tx_id IN (` + in + `) AND created_chain = $1 AND chain_key = $1` + fungible,
+		// fx_type '': an import indexed before its export (the other
+		// chain is behind); signers() tells its owners.
+		`SELECT ` + utxoCols + ` FROM utxos WHERE consumed_chain = $1 AND consumed_tx IN (` + in + `)
+			AND (fx_type = '' OR fx_type IN ('secp256k1fx.TransferOutput', 'stakeable.LockOut'))`,
+		`SELECT ` + utxoCols + ` FROM utxos WHERE created_chain = $1 AND chain_key = $1 AND tx_id IN (` + in + `)` + fungible,
 	}
 	argss := [][]any{append([]any{chain}, ids...), append([]any{chain}, ids...)}
 	if len(stakers) > 0 {
-		qs = append(qs, `SELECT `+utxoCols+` FROM utxos WHERE tx_id IN (`+placeholders(2, len(stakers))+`) AND created_chain = $1
+		qs = append(qs, `SELECT `+utxoCols+` FROM utxos WHERE created_chain = $1 AND tx_id IN (`+placeholders(2, len(stakers))+`)
 			AND (reward_type <> '' OR utxo_type = 'STAKE')`+fungible)
 		argss = append(argss, append([]any{chain}, stakers...))
 	}
@@ -244,8 +299,10 @@ func (b *pBlock) scanUTXOs(ctx context.Context, tx *store.Tx, q string, args ...
 		var u bUTXO
 		var amount, owners, consumedTx, consumedChain string
 		var createdHeight, consumedHeight int64
+		var input int
 		if err := rows.Scan(&u.id, &u.txID, &u.asset, &amount, &u.createdChain, &u.utxoType, &u.rewardType, &u.outputIndex,
-			&u.locktime, &u.stakeableLocktime, &u.stakeLocked, &owners, &u.threshold, &createdHeight, &consumedTx, &consumedChain, &consumedHeight); err != nil {
+			&u.locktime, &u.stakeableLocktime, &u.stakeLocked, &owners, &u.threshold, &createdHeight, &consumedTx, &consumedChain, &consumedHeight,
+			&input); err != nil {
 			return nil, fmt.Errorf("read utxos: %w", err)
 		}
 		u.amount = strings.TrimLeft(amount, "0")
@@ -269,6 +326,12 @@ func (b *pBlock) scanUTXOs(ctx context.Context, tx *store.Tx, q string, args ...
 		}
 		if i, ok := pos[consumedTx]; ok && consumedChain == b.chain {
 			u.consumed = i
+			if len(u.owners) == 0 && b.hrp != "" {
+				if u.owners, err = signers(b.hrp, b.txs[i].credentials, input); err != nil {
+					return nil, fmt.Errorf("utxo %s: %w", u.id, err)
+				}
+				u.threshold = 1
+			}
 		}
 		if u.utxoType == "STAKE" && u.createdChain == "P" && !u.stakeLocked && u.unstaked == n && u.consumed == n {
 			// Unlocked before this block (or never locked).
@@ -286,9 +349,9 @@ func (b *pBlock) loadHoldings(ctx context.Context, tx *store.Tx, addrs []string)
 	for _, a := range addrs {
 		args = append(args, a)
 	}
-	us, err := b.scanUTXOs(ctx, tx, `SELECT `+utxoCols+` FROM utxos WHERE chain_key = $1 AND utxo_id IN (
-		SELECT utxo_id FROM utxo_addresses WHERE chain_key = $1 AND address IN (`+placeholders(3, len(addrs))+`))
-		AND (consumed_height < 0 OR (consumed_chain = $1 AND consumed_height = $2))`+fungible, args...)
+	us, err := b.scanUTXOs(ctx, tx, `SELECT `+utxoCols+` FROM utxos WHERE chain_key = $1
+		AND (consumed_height < 0 OR (consumed_chain = $1 AND consumed_height = $2)) AND utxo_id IN (
+		SELECT utxo_id FROM utxo_addresses WHERE chain_key = $1 AND address IN (`+placeholders(3, len(addrs))+`))`+fungible, args...)
 	if err != nil {
 		return err
 	}
@@ -490,7 +553,7 @@ func (e *Emitter) primaryEvents(ctx context.Context, tx *store.Tx, rb ingest.Raw
 	if err != nil || len(hooks) == 0 {
 		return err
 	}
-	b, ok, err := loadPBlock(ctx, tx, e.chain, rb.Height)
+	b, ok, err := loadPBlock(ctx, tx, e.chain, hooks[0].hrp, rb.Height)
 	if err != nil || !ok {
 		return err
 	}
