@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/webhooks"
@@ -882,7 +884,7 @@ func TestPlatformActivity(t *testing.T) {
 			defer cancel()
 			rcv := newReceiver(t, oapi)
 			var names map[string]string
-			db, _ := ingestDevnet(t, ctx, backend, func(db *store.DB) {
+			db, set := ingestDevnet(t, ctx, backend, func(db *store.DB) {
 				names = registerPlatformHooks(t, ctx, db, hs, rcv.srv.URL+"/")
 			})
 			secret, err := webhooks.NewRegistry(db, nil).Secret(ctx, "owner")
@@ -908,6 +910,21 @@ func TestPlatformActivity(t *testing.T) {
 			}
 			comparePlatform(t, rec, rcv.platform, want, amounts, names)
 			t.Logf("%d events implied, %d received", len(want), len(rcv.platform))
+
+			// Reindex raises the same events (same ids): nothing new, nothing sent again.
+			before := readOutbox(t, ctx, db)
+			if err := ingest.Reindex(ctx, db, set.Chains, 0, slog.New(slog.DiscardHandler)); err != nil {
+				t.Fatal(err)
+			}
+			after := readOutbox(t, ctx, db)
+			if len(after) != len(before) {
+				t.Errorf("after reindex: %d events, before %d", len(after), len(before))
+			}
+			for ev, row := range after {
+				if row.status != "delivered" || row.messageID != before[ev].messageID {
+					t.Errorf("after reindex: %+v: %+v", ev, row)
+				}
+			}
 		})
 	}
 }
