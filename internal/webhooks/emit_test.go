@@ -68,7 +68,12 @@ type recordedReceipt struct {
 // the recording's eth_getBlockByNumber and eth_getBlockReceipts answers.
 func recordedCChain(t *testing.T) map[uint64]*recordedBlock {
 	t.Helper()
-	calls := devnet.LoadRPC(t, devnet.CRPC)
+	return recordedCChainOf(t, devnet.LoadRPC(t, devnet.CRPC))
+}
+
+// recordedCChainOf reads the blocks and receipts of a recording's calls.
+func recordedCChainOf(t *testing.T, calls devnet.Calls) map[uint64]*recordedBlock {
+	t.Helper()
 	blocks := map[uint64]*recordedBlock{}
 	receipts := map[string][]recordedReceipt{}
 	for _, c := range calls {
