@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,30 +99,50 @@ type evmHook struct {
 	signatures      map[string]bool // topic0 filter of the logs; empty: all
 }
 
-// evmMatches pairs the block's txs with the webhooks watching a party of
-// them: what the EVM indexer wrote for the block (evm_txs, evm_transfers),
-// joined with the watched keys (0x-hex text) by the stored bytes' hex.
-func evmMatches(d store.Dialect) string {
-	hex := d.HexExpr
-	return `SELECT DISTINCT w.id, w.include_logs, w.include_internal_txs, w.metadata, m.tx_index FROM (
-		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("contract_address") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("from_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
-	) m JOIN webhook_keys k ON k.key = m.a
-	JOIN webhooks w ON w.id = k.webhook_id
-	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
-	UNION SELECT w.id, w.include_logs, w.include_internal_txs, w.metadata, m.tx_index FROM (
-		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2
-	) m JOIN webhook_keys k ON k.key = m.a
-	JOIN webhooks w ON w.id = k.webhook_id
-	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
-		AND w.include_internal_txs
-	ORDER BY 5, 1`
+// evmParties reads the block's parties as the EVM indexer wrote them: per
+// tx, the sender, recipient and created contract (evm_txs), both parties of
+// each ERC transfer (evm_transfers) and, apart, of each internal tx
+// (evm_internal_txs), as 0x-lowercase hex.
+func evmParties(ctx context.Context, tx *store.Tx, chain string, height int64) (direct, internal map[int][]string, err error) {
+	direct, internal = map[int][]string{}, map[int][]string{}
+	for _, q := range []struct {
+		sql string
+		out map[int][]string
+	}{
+		{`SELECT tx_index, from_addr, to_addr, contract_address FROM evm_txs WHERE chain_key = $1 AND block_number = $2`, direct},
+		{`SELECT tx_index, from_addr, to_addr, NULL FROM evm_transfers WHERE chain_key = $1 AND block_number = $2`, direct},
+		{`SELECT tx_index, from_addr, to_addr, NULL FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2`, internal},
+	} {
+		rows, err := tx.Query(ctx, q.sql, chain, height)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read parties: %w", err)
+		}
+		for rows.Next() {
+			var i int
+			var a [3]string
+			if err := rows.Scan(&i, store.ScanHex(&a[0]), store.ScanHex(&a[1]), store.ScanHex(&a[2])); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("read parties: %w", err)
+			}
+			for _, x := range a {
+				if x != "" {
+					q.out[i] = append(q.out[i], x)
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read parties: %w", err)
+		}
+	}
+	return direct, internal, nil
 }
 
+// evmEvents writes an address_activity event per tx of the block and
+// webhook watching one of its parties (an internal tx's party only for
+// webhooks with includeInternalTxs). The block's parties are looked up in
+// webhook_keys (an index lookup per address), then the few webhooks found
+// are read: the cost follows the block, not the number of webhooks.
 func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
 	// Most blocks of most chains concern no webhook: one indexed probe first.
 	var n int64
@@ -131,38 +153,58 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if n == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, evmMatches(tx.Dialect()), e.chain, int64(b.Height))
+	direct, internal, err := evmParties(ctx, tx, e.chain, int64(b.Height))
 	if err != nil {
-		return fmt.Errorf("match addresses: %w", err)
+		return err
+	}
+	var addrs []string
+	for _, m := range []map[int][]string{direct, internal} {
+		for _, as := range m {
+			addrs = append(addrs, as...)
+		}
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	keyHooks, ids, err := keyWatchers(ctx, tx, addrs)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	hooks, err := evmHooks(ctx, tx, e.chain, int64(b.Height), ids)
+	if err != nil || len(hooks) == 0 {
+		return err
 	}
 	type match struct {
 		hook evmHook
 		tx   int
 	}
 	var matches []match
-	for rows.Next() {
-		var m match
-		var md string
-		if err := rows.Scan(&m.hook.id, &m.hook.includeLogs, &m.hook.includeInternal, &md, &m.tx); err != nil {
-			rows.Close()
-			return fmt.Errorf("match addresses: %w", err)
-		}
-		var meta EVMMetadata
-		if err := json.Unmarshal([]byte(md), &meta); err != nil {
-			rows.Close()
-			return fmt.Errorf("webhook %s metadata: %w", m.hook.id, err)
-		}
-		if len(meta.EventSignatures) > 0 {
-			m.hook.signatures = map[string]bool{}
-			for _, s := range meta.EventSignatures {
-				m.hook.signatures[s] = true
+	var txs []int
+	for i := range direct {
+		txs = append(txs, i)
+	}
+	for i := range internal {
+		txs = append(txs, i)
+	}
+	slices.Sort(txs)
+	for _, i := range slices.Compact(txs) {
+		hit := map[string]bool{}
+		for _, a := range direct[i] {
+			for _, id := range keyHooks[a] {
+				hit[id] = true
 			}
 		}
-		matches = append(matches, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("match addresses: %w", err)
+		for _, a := range internal[i] {
+			for _, id := range keyHooks[a] {
+				if h, ok := hooks[id]; ok && h.includeInternal {
+					hit[id] = true
+				}
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(hit)) {
+			if h, ok := hooks[id]; ok {
+				matches = append(matches, match{h, i})
+			}
+		}
 	}
 	if len(matches) == 0 {
 		return nil
@@ -459,4 +501,84 @@ func blockInternals(ctx context.Context, tx *store.Tx, chain string, height int6
 		out[i] = append(out[i], t)
 	}
 	return out, rows.Err()
+}
+
+// keyWatchers maps each of keys to the webhooks watching it, and lists
+// those webhooks.
+func keyWatchers(ctx context.Context, tx *store.Tx, keys []string) (map[string][]string, []string, error) {
+	out := map[string][]string{}
+	var ids []string
+	for len(keys) > 0 {
+		// Bounded IN lists (SQLite's variable limit).
+		chunk := keys[:min(len(keys), 500)]
+		keys = keys[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		rows, err := tx.Query(ctx, `SELECT key, webhook_id FROM webhook_keys WHERE key IN (`+placeholders(1, len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("match keys: %w", err)
+		}
+		for rows.Next() {
+			var k, id string
+			if err := rows.Scan(&k, &id); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("match keys: %w", err)
+			}
+			out[k] = append(out[k], id)
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("match keys: %w", err)
+		}
+	}
+	slices.Sort(ids)
+	return out, slices.Compact(ids), nil
+}
+
+// evmHooks reads the address_activity webhooks among ids that raise events
+// for the block at height of chain.
+func evmHooks(ctx context.Context, tx *store.Tx, chain string, height int64, ids []string) (map[string]evmHook, error) {
+	out := map[string]evmHook{}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := []any{chain, height}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := tx.Query(ctx, `SELECT id, include_logs, include_internal_txs, metadata FROM webhooks
+			WHERE chain_key = $1 AND start_height < $2 AND event_type = 'address_activity' AND status = 'active'
+			AND id IN (`+placeholders(3, len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read webhooks: %w", err)
+		}
+		for rows.Next() {
+			var h evmHook
+			var md string
+			if err := rows.Scan(&h.id, &h.includeLogs, &h.includeInternal, &md); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read webhooks: %w", err)
+			}
+			var meta EVMMetadata
+			if err := json.Unmarshal([]byte(md), &meta); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("webhook %s metadata: %w", h.id, err)
+			}
+			if len(meta.EventSignatures) > 0 {
+				h.signatures = map[string]bool{}
+				for _, sig := range meta.EventSignatures {
+					h.signatures[sig] = true
+				}
+			}
+			out[h.id] = h
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read webhooks: %w", err)
+		}
+	}
+	return out, nil
 }

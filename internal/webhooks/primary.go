@@ -115,25 +115,18 @@ func watching(ctx context.Context, tx *store.Tx, hooks []hook, keys []string) (m
 	for _, h := range hooks {
 		ids[h.id] = true
 	}
-	args := make([]any, len(keys))
-	for i, k := range keys {
-		args[i] = k
-	}
-	rows, err := tx.Query(ctx, `SELECT key, webhook_id FROM webhook_keys WHERE key IN (`+placeholders(1, len(keys))+`) ORDER BY key, webhook_id`, args...)
+	all, _, err := keyWatchers(ctx, tx, keys)
 	if err != nil {
-		return nil, fmt.Errorf("match keys: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var k, id string
-		if err := rows.Scan(&k, &id); err != nil {
-			return nil, fmt.Errorf("match keys: %w", err)
-		}
-		if ids[id] {
-			out[k] = append(out[k], id)
+	for k, ws := range all {
+		for _, id := range ws {
+			if ids[id] {
+				out[k] = append(out[k], id)
+			}
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // writeEvent writes one event of webhook id to the outbox and queues it;
