@@ -217,12 +217,17 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			d = webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 8, Poll: 5 * time.Millisecond,
-				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
-			if os.Getenv("DBG_NODELIVER") == "" {
-				if err := d.Start(ctx); err != nil {
+			// As autovacuum would within a minute: a freshly filled
+			// webhook_keys without statistics is scanned, not searched.
+			if db.Dialect() == store.Postgres {
+				if _, err := db.ExecContext(ctx, `ANALYZE webhook_keys`); err != nil {
 					b.Fatal(err)
 				}
+			}
+			d = webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 8, Poll: 5 * time.Millisecond,
+				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
+			if err := d.Start(ctx); err != nil {
+				b.Fatal(err)
 			}
 			defer d.Close()
 		}
@@ -241,7 +246,7 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 			b.Fatal(err)
 		}
 		r := result{ingest: time.Since(start)}
-		if !on || os.Getenv("DBG_NODELIVER") != "" {
+		if !on {
 			return r
 		}
 		for {
@@ -286,9 +291,6 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		b.ReportMetric(median(off), "ingest-off-s")
 		b.ReportMetric(median(on), "ingest-on-s")
 		b.ReportMetric(100*(median(on)-median(off))/median(off), "slowdown-%")
-		if os.Getenv("DBG_NODELIVER") != "" {
-			continue
-		}
 		var events int
 		var total time.Duration
 		var lat []int64

@@ -34,13 +34,19 @@ type Emitter struct {
 	chain, kind string
 	inner       ingest.Indexer
 	now         func() time.Time
+	// queued counts the events written since the last Flush per webhook:
+	// their queues' pending counts are raised once per batch, at its end,
+	// so the batch's transaction holds the queue rows (which deliverers
+	// update) only while it commits.
+	queued map[string]int64
+	rows   [][]any // the block's outbox rows (writeEvent, writeEvents)
 }
 
 // WithEvents wraps the indexer of chain chainKey of kind (P, X or EVM):
 //
 //	ix = webhooks.WithEvents(c.Key, c.Kind, ix)
 func WithEvents(chainKey, kind string, inner ingest.Indexer) ingest.Indexer {
-	return &Emitter{chain: chainKey, kind: kind, inner: inner, now: time.Now}
+	return &Emitter{chain: chainKey, kind: kind, inner: inner, now: time.Now, queued: map[string]int64{}}
 }
 
 var (
@@ -61,11 +67,31 @@ func (e *Emitter) Prepare(b *ingest.RawBlock) {
 	}
 }
 
-// Flush and Discard pass through: the emitter writes in Apply.
+// Flush raises the pending counts of the queues of the events written
+// since the last Flush (in webhook id order: concurrent writers lock rows
+// in one order), after the inner indexer's Flush.
 func (e *Emitter) Flush(ctx context.Context, tx *store.Tx) error {
-	return ingest.Flush(ctx, e.inner, tx)
+	if err := ingest.Flush(ctx, e.inner, tx); err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(e.queued)) {
+		if n := e.queued[id]; n > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, $2)
+				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + $2`, id, n); err != nil {
+				return fmt.Errorf("webhooks %s: queue events: %w", e.chain, err)
+			}
+		}
+	}
+	clear(e.queued)
+	return nil
 }
-func (e *Emitter) Discard() { ingest.Discard(e.inner) }
+
+// Discard forgets the batch's counts (its transaction is abandoned) and
+// lets the inner indexer discard.
+func (e *Emitter) Discard() {
+	clear(e.queued)
+	ingest.Discard(e.inner)
+}
 
 // Apply indexes b with the inner indexer, then writes b's events.
 func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
@@ -85,6 +111,10 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 	case "X":
 		err = e.primaryEvents(ctx, tx, b)
 	}
+	if err == nil {
+		err = e.writeEvents(ctx, tx)
+	}
+	e.rows = e.rows[:0]
 	if err != nil {
 		return fmt.Errorf("webhooks %s: block %d: %w", e.chain, b.Height, err)
 	}

@@ -129,25 +129,49 @@ func watching(ctx context.Context, tx *store.Tx, hooks []hook, keys []string) (m
 	return out, nil
 }
 
-// writeEvent writes one event of webhook id to the outbox and queues it;
-// an event already there (the block applied again by reindex) is skipped.
+// writeEvent adds one event of webhook id to the block's outbox rows,
+// written by writeEvents.
 func (e *Emitter) writeEvent(ctx context.Context, tx *store.Tx, id, eventType string, height uint64, position int, event any) error {
 	msgID := MessageID(id, e.chain, height, position)
 	body, err := Canonical(map[string]any{"webhookId": id, "eventType": eventType, "messageId": msgID, "event": event})
 	if err != nil {
 		return err
 	}
-	res, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
-		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, id, int64(height), position, msgID, e.chain, string(body), e.now().UnixMilli())
-	if err != nil {
-		return fmt.Errorf("write event: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("write event: %w", err)
-	} else if n > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, 1)
-			ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + 1`, id); err != nil {
-			return fmt.Errorf("queue event: %w", err)
+	e.rows = append(e.rows, []any{id, int64(height), position, msgID, e.chain, string(body), e.now().UnixMilli()})
+	return nil
+}
+
+// writeEvents writes the block's events to the outbox, many rows per
+// statement, and counts the new ones for their queues; an event already
+// there (the block applied again by reindex) is skipped.
+func (e *Emitter) writeEvents(ctx context.Context, tx *store.Tx) error {
+	defer func() { e.rows = e.rows[:0] }()
+	for rows := e.rows; len(rows) > 0; {
+		chunk := rows[:min(len(rows), 200)]
+		rows = rows[len(chunk):]
+		values := make([]string, len(chunk))
+		args := make([]any, 0, 7*len(chunk))
+		for i, r := range chunk {
+			values[i] = "(" + placeholders(7*i+1, 7) + ")"
+			args = append(args, r...)
+		}
+		res, err := tx.Query(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+			VALUES `+strings.Join(values, ", ")+` ON CONFLICT DO NOTHING RETURNING webhook_id`, args...)
+		if err != nil {
+			return fmt.Errorf("write events: %w", err)
+		}
+		for res.Next() {
+			var id string
+			if err := res.Scan(&id); err != nil {
+				res.Close()
+				return fmt.Errorf("write events: %w", err)
+			}
+			// Queued in Flush, once per webhook and batch.
+			e.queued[id]++
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return fmt.Errorf("write events: %w", err)
 		}
 	}
 	return nil
