@@ -102,16 +102,7 @@ func BenchmarkDelivery(b *testing.B) {
 		if err := d.Start(ctx); err != nil {
 			b.Fatal(err)
 		}
-		for {
-			var pending int
-			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
-				b.Fatal(err)
-			}
-			if pending == 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitDelivered(b, ctx, db)
 		elapsed := time.Since(start)
 		b.StopTimer()
 		d.Close()
@@ -291,16 +282,7 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		if !on {
 			return r
 		}
-		for {
-			var pending int
-			if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
-				b.Fatal(err)
-			}
-			if pending == 0 {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitDelivered(b, ctx, db)
 		d.Close()
 		var last int64
 		rows, err := db.QueryContext(ctx, `SELECT block_height, delivered_at FROM webhook_outbox`)

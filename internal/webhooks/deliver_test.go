@@ -143,15 +143,9 @@ func TestDelivery(t *testing.T) {
 			rcv.secret = secret
 			want := expected(blocks, watch, hooks)
 
-			d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
+			deliverAll(t, ctx, db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
 				Timeout: 200 * time.Millisecond, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
-			if err := d.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			waitDelivered(t, ctx, db)
-			d.Close()
+				Policy: webhooks.URLPolicy{AllowLoopback: true}})
 
 			rcv.mu.Lock()
 			defer rcv.mu.Unlock()
@@ -243,7 +237,7 @@ func TestDeactivation(t *testing.T) {
 	}
 }
 
-func waitDelivered(t *testing.T, ctx context.Context, db *store.DB) {
+func waitDelivered(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()
 	for {
 		var pending int
@@ -258,4 +252,15 @@ func waitDelivered(t *testing.T, ctx context.Context, db *store.DB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// deliverAll runs a deliverer with cfg until every event is delivered.
+func deliverAll(t *testing.T, ctx context.Context, db *store.DB, cfg webhooks.DeliveryConfig) {
+	t.Helper()
+	d := webhooks.NewDeliverer(db, cfg, nil)
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	waitDelivered(t, ctx, db)
 }

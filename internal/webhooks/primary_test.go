@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"slices"
 	"sort"
@@ -26,7 +25,6 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
-	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/webhooks"
@@ -895,14 +893,8 @@ func TestPlatformActivity(t *testing.T) {
 			rcv.secret = secret
 			rcv.mu.Unlock()
 			want, amounts := rec.wantPlatform(t, hs, names)
-			d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
-				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
-			if err := d.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			waitDelivered(t, ctx, db)
-			d.Close()
+			deliverAll(t, ctx, db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
+				Policy: webhooks.URLPolicy{AllowLoopback: true}})
 			rcv.mu.Lock()
 			defer rcv.mu.Unlock()
 			if rcv.badSig > 0 || len(rcv.invalids) > 0 || len(rcv.got) > 0 {
@@ -911,20 +903,7 @@ func TestPlatformActivity(t *testing.T) {
 			comparePlatform(t, rec, rcv.platform, want, amounts, names)
 			t.Logf("%d events implied, %d received", len(want), len(rcv.platform))
 
-			// Reindex raises the same events (same ids): nothing new, nothing sent again.
-			before := readOutbox(t, ctx, db)
-			if err := ingest.Reindex(ctx, db, set.Chains, 0, slog.New(slog.DiscardHandler)); err != nil {
-				t.Fatal(err)
-			}
-			after := readOutbox(t, ctx, db)
-			if len(after) != len(before) {
-				t.Errorf("after reindex: %d events, before %d", len(after), len(before))
-			}
-			for ev, row := range after {
-				if row.status != "delivered" || row.messageID != before[ev].messageID {
-					t.Errorf("after reindex: %+v: %+v", ev, row)
-				}
-			}
+			checkReindex(t, ctx, db, set)
 		})
 	}
 }
