@@ -33,16 +33,16 @@ import (
 // hook is an active webhook of one chain and event type.
 type hook struct {
 	id, network, chainID string
-	hrp                  string // of its first key, when it is a bech32 address
-	metadata             []byte
-	includeLogs          bool
-	includeInternal      bool
+	// hrp is the network's, read from the first hook's first key (a
+	// primary-network address) by activeHooks.
+	hrp      string
+	metadata []byte
 }
 
 // activeHooks are the webhooks of eventType on chain that raise events for
 // the block at height (active, created before the block was indexed).
 func activeHooks(ctx context.Context, tx *store.Tx, chain, eventType string, height int64) ([]hook, error) {
-	rows, err := tx.Query(ctx, `SELECT id, network, chain_id, metadata, include_logs, include_internal_txs FROM webhooks
+	rows, err := tx.Query(ctx, `SELECT id, network, chain_id, metadata FROM webhooks
 		WHERE chain_key = $1 AND event_type = $2 AND status = 'active' AND start_height < $3 ORDER BY id`, chain, eventType, height)
 	if err != nil {
 		return nil, fmt.Errorf("read webhooks: %w", err)
@@ -52,7 +52,7 @@ func activeHooks(ctx context.Context, tx *store.Tx, chain, eventType string, hei
 	for rows.Next() {
 		var h hook
 		var md string
-		if err := rows.Scan(&h.id, &h.network, &h.chainID, &md, &h.includeLogs, &h.includeInternal); err != nil {
+		if err := rows.Scan(&h.id, &h.network, &h.chainID, &md); err != nil {
 			return nil, fmt.Errorf("read webhooks: %w", err)
 		}
 		h.metadata = []byte(md)
