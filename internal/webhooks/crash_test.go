@@ -56,14 +56,17 @@ func crashChild(args string) error {
 
 // TestCrashDelivery kills the indexing and delivering process with SIGKILL
 // at random moments (at least 20 times), restarting it each time: in the
-// end every event the recorded blocks imply was received at least once,
-// and the receiver saw none they do not imply.
+// end every event the recorded blocks imply (address, primary-network and
+// validator activity) was received at least once, and the receiver saw
+// none they do not imply.
 func TestCrashDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
 	blocks := recordedCChain(t)
 	watch := watchLists(t, blocks)
+	rec := loadRecording(t)
+	platform := rec.platformHooks(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +90,8 @@ func TestCrashDelivery(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := expected(blocks, watch, hooks)
+			names := registerPlatformHooks(t, ctx, db, platform, rcv.srv.URL+"/")
+			wantPlatform, amounts := rec.wantPlatform(t, platform, names)
 			args := strings.Join([]string{dsn, testenv.ReplayNode(t), filepath.Join(testenv.DevnetDir(t), "genesis.json")}, "\x1f")
 			rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 			start := func() *exec.Cmd {
@@ -107,7 +112,7 @@ func TestCrashDelivery(t *testing.T) {
 			}
 			cmd := start()
 			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-			waitAll(t, ctx, db, len(want))
+			waitAll(t, ctx, db, len(want)+len(wantPlatform))
 
 			rcv.mu.Lock()
 			defer rcv.mu.Unlock()
@@ -129,7 +134,9 @@ func TestCrashDelivery(t *testing.T) {
 				}
 				dups += max(seen[ev]-1, 0)
 			}
-			t.Logf("%d kills; %d events, %d received again after a crash", kills, len(want), dups)
+			comparePlatform(t, rec, rcv.platform, wantPlatform, amounts, names)
+			t.Logf("%d kills; %d address_activity events, %d received again after a crash; %d primary-network and validator events, %d received",
+				kills, len(want), dups, len(wantPlatform), len(rcv.platform))
 		})
 	}
 }

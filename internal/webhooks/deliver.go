@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -220,43 +221,80 @@ type event struct {
 	messageID, payload string
 }
 
-// maxDrain bounds the events sent under one lease, so queues take turns.
-const maxDrain = 100
+// maxDrain bounds the events sent under one lease, so queues take turns;
+// pageSize events are read at once and their outcomes recorded in one
+// transaction (a crash before it sends them again: at least once).
+const (
+	maxDrain = 100
+	pageSize = 20
+)
+
+// attempt is one sent event and its outcome.
+type attempt struct {
+	ev         event
+	code       int
+	failure    string
+	start, end time.Time
+}
 
 // drain sends q's events in order until one fails, the queue is empty,
 // maxDrain were sent or half the lease is used; then it gives the queue back.
 func (d *Deliverer) drain(ctx context.Context, q *queue) error {
-	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); sent++ {
-		var ev event
-		err := d.db.QueryRowContext(ctx, `SELECT block_height, position, attempts, message_id, payload FROM webhook_outbox
-			WHERE webhook_id = $1 AND status = 'pending' ORDER BY block_height, position LIMIT 1`, q.webhookID).
-			Scan(&ev.height, &ev.position, &ev.attempts, &ev.messageID, &ev.payload)
-		if errors.Is(err, sql.ErrNoRows) {
+	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); {
+		page, err := d.head(ctx, q.webhookID, min(pageSize, maxDrain-sent))
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
 			break
 		}
-		if err != nil {
-			return fmt.Errorf("read queue head: %w", err)
+		var done []attempt
+		for _, ev := range page {
+			a := attempt{ev: ev, start: d.now()}
+			var perr error
+			a.code, perr = d.post(ctx, q, []byte(ev.payload))
+			if ctx.Err() != nil {
+				return nil // shutting down: the lease lets the events be retried
+			}
+			a.end = d.now()
+			if perr != nil {
+				a.failure = perr.Error()
+			} else if a.code < 200 || a.code > 299 {
+				a.failure = fmt.Sprintf("HTTP %d", a.code)
+			}
+			done = append(done, a)
+			sent++
+			if a.failure != "" {
+				break
+			}
 		}
-		start := d.now()
-		code, perr := d.post(ctx, q, []byte(ev.payload))
-		if ctx.Err() != nil {
-			return nil // shutting down: the lease lets the event be retried
-		}
-		end := d.now()
-		failure := ""
-		if perr != nil {
-			failure = perr.Error()
-		} else if code < 200 || code > 299 {
-			failure = fmt.Sprintf("HTTP %d", code)
-		}
-		ok, err := d.record(ctx, q, &ev, code, failure, start, end)
-		if err != nil || !ok || failure != "" {
+		ok, err := d.record(ctx, q, done)
+		if err != nil || !ok || done[len(done)-1].failure != "" {
 			return err // the queue was released (failure) or lost (!ok)
 		}
 	}
 	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0
 		WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
 	return err
+}
+
+// head reads the first n pending events of a webhook's queue, in order.
+func (d *Deliverer) head(ctx context.Context, webhookID string, n int) ([]event, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT block_height, position, attempts, message_id, payload FROM webhook_outbox
+		WHERE webhook_id = $1 AND status = 'pending' ORDER BY block_height, position LIMIT `+strconv.Itoa(n), webhookID)
+	if err != nil {
+		return nil, fmt.Errorf("read queue head: %w", err)
+	}
+	defer rows.Close()
+	var out []event
+	for rows.Next() {
+		var ev event
+		if err := rows.Scan(&ev.height, &ev.position, &ev.attempts, &ev.messageID, &ev.payload); err != nil {
+			return nil, fmt.Errorf("read queue head: %w", err)
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
 }
 
 func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error) {
@@ -276,28 +314,38 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 	return resp.StatusCode, nil
 }
 
-// record writes an attempt to the log and its outcome to the event, the
-// queue and the webhook, while the queue's lease is still ours (false when
-// it is not: another worker took the queue over, and nothing is written).
-// A failure releases the queue until its backoff has passed and counts
-// against the webhook, deactivating it at MaxFailures in a row.
-func (d *Deliverer) record(ctx context.Context, q *queue, ev *event, code int, failure string, start, end time.Time) (bool, error) {
+// record writes attempts (successes, then possibly one failure) to the
+// log and their outcomes to the events, the queue and the webhook, while
+// the queue's lease is still ours (false when it is not: another worker
+// took the queue over, and nothing is written). A failure releases the
+// queue until its backoff has passed and counts against the webhook,
+// deactivating it at MaxFailures in a row.
+func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, error) {
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
+	last := as[len(as)-1]
+	delivered := len(as)
+	if last.failure != "" {
+		delivered--
+	}
 	var failures int
 	var res sql.Result
-	if failure == "" {
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - 1 WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
+	if last.failure == "" {
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1 WHERE webhook_id = $2 AND lease_owner = $3`,
+			delivered, q.webhookID, q.worker)
 	} else {
 		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
 			return false, err
 		}
+		if delivered > 0 {
+			failures = 0 // the successes before it reset the count
+		}
 		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET next_attempt_at = $1, lease_owner = '', lease_until = 0
-			WHERE webhook_id = $2 AND lease_owner = $3`, end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
+			WHERE webhook_id = $3 AND lease_owner = $4`, delivered, last.end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
 	}
 	if err != nil {
 		return false, err
@@ -306,27 +354,30 @@ func (d *Deliverer) record(ctx context.Context, q *queue, ev *event, code int, f
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return false, err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
-		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, ev.messageID, ev.attempts+1, q.webhookID, end.UnixMilli(), code,
-		end.Sub(start).Milliseconds(), truncateErr(failure)); err != nil {
-		return false, err
+	for _, a := range as {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
+			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, a.ev.messageID, a.ev.attempts+1, q.webhookID, a.end.UnixMilli(), a.code,
+			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure)); err != nil {
+			return false, err
+		}
+		status, deliveredAt := "pending", int64(0)
+		if a.failure == "" {
+			status, deliveredAt = "delivered", a.end.UnixMilli()
+		}
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
+			WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
+			status, deliveredAt, truncateErr(a.failure), q.webhookID, a.ev.height, a.ev.position); err != nil {
+			return false, err
+		}
 	}
-	status, deliveredAt := "pending", int64(0)
-	if failure == "" {
-		status, deliveredAt = "delivered", end.UnixMilli()
-	}
-	if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
-		WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
-		status, deliveredAt, truncateErr(failure), q.webhookID, ev.height, ev.position); err != nil {
-		return false, err
-	}
-	if failure == "" {
+	switch {
+	case last.failure == "":
 		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE id = $1 AND failures <> 0`, q.webhookID)
-	} else if failures+1 >= d.cfg.MaxFailures {
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1, status = 'inactive', inactive_reason = $1 WHERE id = $2`,
-			fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", failures+1, truncateErr(failure)), q.webhookID)
-	} else {
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = failures + 1 WHERE id = $1`, q.webhookID)
+	case failures+1 >= d.cfg.MaxFailures:
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1, status = 'inactive', inactive_reason = $2 WHERE id = $3`,
+			failures+1, fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", failures+1, truncateErr(last.failure)), q.webhookID)
+	default:
+		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1 WHERE id = $2`, failures+1, q.webhookID)
 	}
 	if err != nil {
 		return false, err

@@ -30,7 +30,8 @@ type receiver struct {
 	n      atomic.Int64
 
 	mu       sync.Mutex
-	got      []received // accepted, in arrival order
+	got      []received // accepted address_activity events, in arrival order
+	platform [][]byte   // accepted primary-network and validator events, in arrival order
 	badSig   int
 	invalids []string
 }
@@ -73,6 +74,15 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if webhooks.Sign(r.secret, body) != req.Header.Get("x-signature") {
 		r.badSig++
 		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var env struct{ EventType string }
+	if err := json.Unmarshal(body, &env); err == nil && env.EventType != webhooks.EventAddressActivity {
+		// Primary-network and validator events (primary_test.go).
+		if err := checkPlatformPayload(r.oapi, body); err != nil {
+			r.invalids = append(r.invalids, err.Error())
+		}
+		r.platform = append(r.platform, body)
 		return
 	}
 	if err := r.oapi.CheckSchema("WebhookAddressActivityResponse", body); err != nil {
@@ -133,15 +143,9 @@ func TestDelivery(t *testing.T) {
 			rcv.secret = secret
 			want := expected(blocks, watch, hooks)
 
-			d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
+			deliverAll(t, ctx, db, webhooks.DeliveryConfig{Workers: 3, Poll: 10 * time.Millisecond,
 				Timeout: 200 * time.Millisecond, BaseBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
-			if err := d.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
-			waitDelivered(t, ctx, db)
-			d.Close()
+				Policy: webhooks.URLPolicy{AllowLoopback: true}})
 
 			rcv.mu.Lock()
 			defer rcv.mu.Unlock()
@@ -233,7 +237,7 @@ func TestDeactivation(t *testing.T) {
 	}
 }
 
-func waitDelivered(t *testing.T, ctx context.Context, db *store.DB) {
+func waitDelivered(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()
 	for {
 		var pending int
@@ -248,4 +252,15 @@ func waitDelivered(t *testing.T, ctx context.Context, db *store.DB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// deliverAll runs a deliverer with cfg until every event is delivered.
+func deliverAll(t *testing.T, ctx context.Context, db *store.DB, cfg webhooks.DeliveryConfig) {
+	t.Helper()
+	d := webhooks.NewDeliverer(db, cfg, nil)
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	waitDelivered(t, ctx, db)
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,21 +24,29 @@ import (
 // the same transaction. So an event exists exactly when its block is
 // indexed, and a crash loses neither.
 //
-// Done: EVM address_activity (txs whose sender, recipient, created contract
-// or an ERC-20/721/1155 transfer's party is watched; logs with includeLogs,
-// filtered by eventSignatures). To do (a later session):
-// primary_network_address_activity and validator_activity, internal txs.
+// EVM address_activity (txs whose sender, recipient, created contract, an
+// ERC-20/721/1155 transfer's party or, with includeInternalTxs, an internal
+// tx's party is watched; logs with includeLogs, filtered by
+// eventSignatures), primary_network_address_activity on P, X and the
+// C-chain's atomic txs (primary.go) and validator_activity on P
+// (validators.go).
 type Emitter struct {
 	chain, kind string
 	inner       ingest.Indexer
 	now         func() time.Time
+	// queued counts the events written since the last Flush per webhook:
+	// their queues' pending counts are raised once per batch, at its end,
+	// so the batch's transaction holds the queue rows (which deliverers
+	// update) only while it commits.
+	queued map[string]int64
+	rows   [][]any // the block's outbox rows (writeEvent, writeEvents)
 }
 
 // WithEvents wraps the indexer of chain chainKey of kind (P, X or EVM):
 //
 //	ix = webhooks.WithEvents(c.Key, c.Kind, ix)
 func WithEvents(chainKey, kind string, inner ingest.Indexer) ingest.Indexer {
-	return &Emitter{chain: chainKey, kind: kind, inner: inner, now: time.Now}
+	return &Emitter{chain: chainKey, kind: kind, inner: inner, now: time.Now, queued: map[string]int64{}}
 }
 
 var (
@@ -57,21 +67,55 @@ func (e *Emitter) Prepare(b *ingest.RawBlock) {
 	}
 }
 
-// Flush and Discard pass through: the emitter writes in Apply.
+// Flush raises the pending counts of the queues of the events written
+// since the last Flush (in webhook id order: concurrent writers lock rows
+// in one order), after the inner indexer's Flush.
 func (e *Emitter) Flush(ctx context.Context, tx *store.Tx) error {
-	return ingest.Flush(ctx, e.inner, tx)
+	if err := ingest.Flush(ctx, e.inner, tx); err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(e.queued)) {
+		if n := e.queued[id]; n > 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, $2)
+				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + $2`, id, n); err != nil {
+				return fmt.Errorf("webhooks %s: queue events: %w", e.chain, err)
+			}
+		}
+	}
+	clear(e.queued)
+	return nil
 }
-func (e *Emitter) Discard() { ingest.Discard(e.inner) }
+
+// Discard forgets the batch's counts (its transaction is abandoned) and
+// lets the inner indexer discard.
+func (e *Emitter) Discard() {
+	clear(e.queued)
+	ingest.Discard(e.inner)
+}
 
 // Apply indexes b with the inner indexer, then writes b's events.
 func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
 	if err := e.inner.Apply(ctx, tx, b); err != nil {
 		return err
 	}
-	if e.kind != "EVM" {
-		return nil
+	var err error
+	switch e.kind {
+	case "EVM":
+		if err = e.evmEvents(ctx, tx, b); err == nil && e.chain == "C" {
+			err = e.primaryEvents(ctx, tx, b) // the C-chain's atomic txs
+		}
+	case "P":
+		if err = e.primaryEvents(ctx, tx, b); err == nil {
+			err = e.validatorEvents(ctx, tx, b)
+		}
+	case "X":
+		err = e.primaryEvents(ctx, tx, b)
 	}
-	if err := e.evmEvents(ctx, tx, b); err != nil {
+	if err == nil {
+		err = e.writeEvents(ctx, tx)
+	}
+	e.rows = e.rows[:0]
+	if err != nil {
 		return fmt.Errorf("webhooks %s: block %d: %w", e.chain, b.Height, err)
 	}
 	return nil
@@ -79,28 +123,56 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 
 // evmHook is an active address_activity webhook of this chain.
 type evmHook struct {
-	id          string
-	includeLogs bool
-	signatures  map[string]bool // topic0 filter of the logs; empty: all
+	id              string
+	includeLogs     bool
+	includeInternal bool
+	signatures      map[string]bool // topic0 filter of the logs; empty: all
 }
 
-// evmMatches pairs the block's txs with the webhooks watching a party of
-// them: what the EVM indexer wrote for the block (evm_txs, evm_transfers),
-// joined with the watched keys (0x-hex text) by the stored bytes' hex.
-func evmMatches(d store.Dialect) string {
-	hex := d.HexExpr
-	return `SELECT DISTINCT w.id, w.include_logs, w.metadata, m.tx_index FROM (
-		SELECT tx_index, ` + hex("from_addr") + ` AS a FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("contract_address") + ` FROM evm_txs WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("from_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
-		UNION ALL SELECT tx_index, ` + hex("to_addr") + ` FROM evm_transfers WHERE chain_key = $1 AND block_number = $2
-	) m JOIN webhook_keys k ON k.key = m.a
-	JOIN webhooks w ON w.id = k.webhook_id
-	WHERE w.chain_key = $1 AND w.event_type = 'address_activity' AND w.status = 'active' AND w.start_height < $2
-	ORDER BY m.tx_index, w.id`
+// evmParties reads the block's parties as the EVM indexer wrote them: per
+// tx, the sender, recipient and created contract (evm_txs), both parties of
+// each ERC transfer (evm_transfers) and, apart, of each internal tx
+// (evm_internal_txs), as 0x-lowercase hex.
+func evmParties(ctx context.Context, tx *store.Tx, chain string, height int64) (direct, internal map[int][]string, err error) {
+	direct, internal = map[int][]string{}, map[int][]string{}
+	for _, q := range []struct {
+		sql string
+		out map[int][]string
+	}{
+		{`SELECT tx_index, from_addr, to_addr, contract_address FROM evm_txs WHERE chain_key = $1 AND block_number = $2`, direct},
+		{`SELECT tx_index, from_addr, to_addr, NULL FROM evm_transfers WHERE chain_key = $1 AND block_number = $2`, direct},
+		{`SELECT tx_index, from_addr, to_addr, NULL FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2`, internal},
+	} {
+		rows, err := tx.Query(ctx, q.sql, chain, height)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read parties: %w", err)
+		}
+		for rows.Next() {
+			var i int
+			var a [3]string
+			if err := rows.Scan(&i, store.ScanHex(&a[0]), store.ScanHex(&a[1]), store.ScanHex(&a[2])); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("read parties: %w", err)
+			}
+			for _, x := range a {
+				if x != "" {
+					q.out[i] = append(q.out[i], x)
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("read parties: %w", err)
+		}
+	}
+	return direct, internal, nil
 }
 
+// evmEvents writes an address_activity event per tx of the block and
+// webhook watching one of its parties (an internal tx's party only for
+// webhooks with includeInternalTxs). The block's parties are looked up in
+// webhook_keys (an index lookup per address), then the few webhooks found
+// are read: the cost follows the block, not the number of webhooks.
 func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
 	// Most blocks of most chains concern no webhook: one indexed probe first.
 	var n int64
@@ -111,38 +183,58 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if n == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, evmMatches(tx.Dialect()), e.chain, int64(b.Height))
+	direct, internal, err := evmParties(ctx, tx, e.chain, int64(b.Height))
 	if err != nil {
-		return fmt.Errorf("match addresses: %w", err)
+		return err
+	}
+	var addrs []string
+	for _, m := range []map[int][]string{direct, internal} {
+		for _, as := range m {
+			addrs = append(addrs, as...)
+		}
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	keyHooks, ids, err := keyWatchers(ctx, tx, addrs)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	hooks, err := evmHooks(ctx, tx, e.chain, int64(b.Height), ids)
+	if err != nil || len(hooks) == 0 {
+		return err
 	}
 	type match struct {
 		hook evmHook
 		tx   int
 	}
 	var matches []match
-	for rows.Next() {
-		var m match
-		var md string
-		if err := rows.Scan(&m.hook.id, &m.hook.includeLogs, &md, &m.tx); err != nil {
-			rows.Close()
-			return fmt.Errorf("match addresses: %w", err)
-		}
-		var meta EVMMetadata
-		if err := json.Unmarshal([]byte(md), &meta); err != nil {
-			rows.Close()
-			return fmt.Errorf("webhook %s metadata: %w", m.hook.id, err)
-		}
-		if len(meta.EventSignatures) > 0 {
-			m.hook.signatures = map[string]bool{}
-			for _, s := range meta.EventSignatures {
-				m.hook.signatures[s] = true
+	var txs []int
+	for i := range direct {
+		txs = append(txs, i)
+	}
+	for i := range internal {
+		txs = append(txs, i)
+	}
+	slices.Sort(txs)
+	for _, i := range slices.Compact(txs) {
+		hit := map[string]bool{}
+		for _, a := range direct[i] {
+			for _, id := range keyHooks[a] {
+				hit[id] = true
 			}
 		}
-		matches = append(matches, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("match addresses: %w", err)
+		for _, a := range internal[i] {
+			for _, id := range keyHooks[a] {
+				if h, ok := hooks[id]; ok && h.includeInternal {
+					hit[id] = true
+				}
+			}
+		}
+		for _, id := range slices.Sorted(maps.Keys(hit)) {
+			if h, ok := hooks[id]; ok {
+				matches = append(matches, match{h, i})
+			}
+		}
 	}
 	if len(matches) == 0 {
 		return nil
@@ -155,30 +247,17 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if err != nil {
 		return err
 	}
-	now := e.now().UnixMilli()
+	internals, err := blockInternals(ctx, tx, e.chain, int64(b.Height))
+	if err != nil {
+		return err
+	}
 	for _, m := range matches {
 		if m.tx < 0 || m.tx >= len(blk.Block.Transactions) || m.tx >= len(blk.Receipts) {
 			return fmt.Errorf("tx %d is not in the raw block", m.tx)
 		}
-		msgID := MessageID(m.hook.id, e.chain, b.Height, m.tx)
-		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], m.hook)
-		body, err := Canonical(map[string]any{"webhookId": m.hook.id, "eventType": EventAddressActivity, "messageId": msgID, "event": event})
-		if err != nil {
+		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], internals[m.tx], m.hook)
+		if err := e.writeEvent(ctx, tx, m.hook.id, EventAddressActivity, b.Height, m.tx, event); err != nil {
 			return err
-		}
-		res, err := tx.Exec(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
-			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, m.hook.id, int64(b.Height), m.tx, msgID, e.chain, string(body), now)
-		if err != nil {
-			return fmt.Errorf("write event: %w", err)
-		}
-		// An event raised again (reindex) is skipped and not queued again.
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("write event: %w", err)
-		} else if n > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, 1)
-				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + 1`, m.hook.id); err != nil {
-				return fmt.Errorf("queue event: %w", err)
-			}
 		}
 	}
 	return nil
@@ -337,7 +416,7 @@ func blockTransfers(ctx context.Context, tx *store.Tx, chain string, height int6
 }
 
 // transactionEvent is the TransactionEvent of tx i for hook.
-func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, hook evmHook) map[string]any {
+func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, internals []internalTx, hook evmHook) map[string]any {
 	t, r := b.Block.Transactions[i], b.Receipts[i]
 	to := ""
 	if t.To != nil {
@@ -385,6 +464,12 @@ func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, h
 		byType[x.ercType] = append(byType[x.ercType], x)
 	}
 	tr["erc20Transfers"], tr["erc721Transfers"], tr["erc1155Transfers"] = byType["ERC-20"], byType["ERC-721"], byType["ERC-1155"]
+	if hook.includeInternal {
+		if internals == nil {
+			internals = []internalTx{}
+		}
+		tr["internalTransactions"] = internals
+	}
 	event := map[string]any{"transaction": tr}
 	if hook.includeLogs {
 		logs := []map[string]any{}
@@ -410,4 +495,120 @@ func (b *evmRaw) transactionEvent(i int, chainID string, transfers []transfer, h
 		event["logs"] = logs
 	}
 	return event
+}
+
+// internalTx is one evm_internal_txs row as WebhookInternalTransaction.
+type internalTx struct {
+	From            string `json:"from"`
+	To              string `json:"to"`
+	InternalTxType  string `json:"internalTxType"`
+	Value           string `json:"value"`
+	GasUsed         string `json:"gasUsed"`
+	GasLimit        string `json:"gasLimit"`
+	TransactionHash string `json:"transactionHash"`
+}
+
+// blockInternals reads the block's internal txs (evm_internal_txs, as the
+// EVM indexer decoded the call traces) by tx index, in trace order.
+func blockInternals(ctx context.Context, tx *store.Tx, chain string, height int64) (map[int][]internalTx, error) {
+	rows, err := tx.Query(ctx, `SELECT tx_index, tx_hash, call_type, from_addr, to_addr, value, gas, gas_used
+		FROM evm_internal_txs WHERE chain_key = $1 AND block_number = $2 ORDER BY tx_index, trace_index`, chain, height)
+	if err != nil {
+		return nil, fmt.Errorf("read internal txs: %w", err)
+	}
+	defer rows.Close()
+	out := map[int][]internalTx{}
+	for rows.Next() {
+		var t internalTx
+		var i int
+		var gas, used int64
+		if err := rows.Scan(&i, store.ScanHex(&t.TransactionHash), &t.InternalTxType, store.ScanHex(&t.From), store.ScanHex(&t.To),
+			&t.Value, &gas, &used); err != nil {
+			return nil, fmt.Errorf("read internal txs: %w", err)
+		}
+		t.InternalTxType = strings.ToLower(t.InternalTxType)
+		t.GasLimit, t.GasUsed = strconv.FormatInt(gas, 10), strconv.FormatInt(used, 10)
+		out[i] = append(out[i], t)
+	}
+	return out, rows.Err()
+}
+
+// keyWatchers maps each of keys to the webhooks watching it, and lists
+// those webhooks.
+func keyWatchers(ctx context.Context, tx *store.Tx, keys []string) (map[string][]string, []string, error) {
+	out := map[string][]string{}
+	var ids []string
+	for len(keys) > 0 {
+		// Bounded IN lists (SQLite's variable limit).
+		chunk := keys[:min(len(keys), 500)]
+		keys = keys[len(chunk):]
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
+			args[i] = k
+		}
+		rows, err := tx.Query(ctx, `SELECT key, webhook_id FROM webhook_keys WHERE key IN (`+placeholders(1, len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("match keys: %w", err)
+		}
+		for rows.Next() {
+			var k, id string
+			if err := rows.Scan(&k, &id); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("match keys: %w", err)
+			}
+			out[k] = append(out[k], id)
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("match keys: %w", err)
+		}
+	}
+	slices.Sort(ids)
+	return out, slices.Compact(ids), nil
+}
+
+// evmHooks reads the address_activity webhooks among ids that raise events
+// for the block at height of chain.
+func evmHooks(ctx context.Context, tx *store.Tx, chain string, height int64, ids []string) (map[string]evmHook, error) {
+	out := map[string]evmHook{}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		args := []any{chain, height}
+		for _, id := range chunk {
+			args = append(args, id)
+		}
+		rows, err := tx.Query(ctx, `SELECT id, include_logs, include_internal_txs, metadata FROM webhooks
+			WHERE chain_key = $1 AND start_height < $2 AND event_type = 'address_activity' AND status = 'active'
+			AND id IN (`+placeholders(3, len(chunk))+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("read webhooks: %w", err)
+		}
+		for rows.Next() {
+			var h evmHook
+			var md string
+			if err := rows.Scan(&h.id, &h.includeLogs, &h.includeInternal, &md); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read webhooks: %w", err)
+			}
+			var meta EVMMetadata
+			if err := json.Unmarshal([]byte(md), &meta); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("webhook %s metadata: %w", h.id, err)
+			}
+			if len(meta.EventSignatures) > 0 {
+				h.signatures = map[string]bool{}
+				for _, sig := range meta.EventSignatures {
+					h.signatures[sig] = true
+				}
+			}
+			out[h.id] = h
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read webhooks: %w", err)
+		}
+	}
+	return out, nil
 }

@@ -24,7 +24,6 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testenv"
-	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 func TestMain(m *testing.M) {
@@ -69,7 +68,12 @@ type recordedReceipt struct {
 // the recording's eth_getBlockByNumber and eth_getBlockReceipts answers.
 func recordedCChain(t *testing.T) map[uint64]*recordedBlock {
 	t.Helper()
-	calls := devnet.LoadRPC(t, devnet.CRPC)
+	return recordedCChainOf(t, devnet.LoadRPC(t, devnet.CRPC))
+}
+
+// recordedCChainOf reads the blocks and receipts of a recording's calls.
+func recordedCChainOf(t *testing.T, calls devnet.Calls) map[uint64]*recordedBlock {
+	t.Helper()
 	blocks := map[uint64]*recordedBlock{}
 	receipts := map[string][]recordedReceipt{}
 	for _, c := range calls {
@@ -158,7 +162,6 @@ func TestEVMAddressActivity(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			db, set, hooks := ingestWithHooks(t, ctx, backend, watch, "https://hooks.example.com/")
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 			want := expected(blocks, watch, hooks)
 			got := readOutbox(t, ctx, db)
@@ -204,23 +207,30 @@ func TestEVMAddressActivity(t *testing.T) {
 				ids[row.messageID] = true
 			}
 
-			// Reindex: the same events (same ids), delivered ones stay delivered.
 			if _, err := db.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'delivered'`); err != nil {
 				t.Fatal(err)
 			}
-			if err := ingest.Reindex(ctx, db, set.Chains, 0, log); err != nil {
-				t.Fatal(err)
-			}
-			again := readOutbox(t, ctx, db)
-			if len(again) != len(got) {
-				t.Errorf("after reindex: %d events, before %d", len(again), len(got))
-			}
-			for ev, row := range again {
-				if row.status != "delivered" || row.messageID != got[ev].messageID {
-					t.Errorf("after reindex: block %d tx %d: %+v", ev.height, ev.tx, row)
-				}
-			}
+			checkReindex(t, ctx, db, set)
 		})
+	}
+}
+
+// checkReindex reindexes the chains: the same events (same ids) are raised
+// again, so nothing is written and delivered ones stay delivered.
+func checkReindex(t *testing.T, ctx context.Context, db *store.DB, set *chains.Set) {
+	t.Helper()
+	before := readOutbox(t, ctx, db)
+	if err := ingest.Reindex(ctx, db, set.Chains, 0, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	after := readOutbox(t, ctx, db)
+	if len(after) != len(before) {
+		t.Errorf("after reindex: %d events, before %d", len(after), len(before))
+	}
+	for ev, row := range after {
+		if row.status != before[ev].status || row.messageID != before[ev].messageID {
+			t.Errorf("after reindex: block %d position %d: %+v, before %+v", ev.height, ev.tx, row, before[ev])
+		}
 	}
 }
 
@@ -256,6 +266,15 @@ func readOutbox(t *testing.T, ctx context.Context, db *store.DB) map[event]outbo
 // database, the chains and the webhooks' names by id.
 func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch map[string][]string, urlBase string) (*store.DB, *chains.Set, map[string]string) {
 	t.Helper()
+	var hooks map[string]string
+	db, set := ingestDevnet(t, ctx, backend, func(db *store.DB) { hooks = registerHooks(t, ctx, db, watch, urlBase) })
+	return db, set, hooks
+}
+
+// ingestDevnet indexes devnet-a into a fresh database of backend after
+// register ran on it (before the first block).
+func ingestDevnet(t *testing.T, ctx context.Context, backend string, register func(*store.DB)) (*store.DB, *chains.Set) {
+	t.Helper()
 	db, err := store.Open(ctx, storetest.DSNFor(t, backend))
 	if err != nil {
 		t.Fatal(err)
@@ -264,17 +283,7 @@ func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch ma
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	reg := webhooks.NewRegistry(db, nil)
-	hooks := map[string]string{}
-	for _, name := range slices.Sorted(maps.Keys(watch)) {
-		w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: urlBase + name,
-			ChainID: "88888", ChainKey: "C", Status: webhooks.StatusActive, Metadata: []byte(`{}`),
-			IncludeLogs: name == "logs", Keys: watch[name]}
-		if err := reg.Create(ctx, "owner", w); err != nil {
-			t.Fatal(err)
-		}
-		hooks[w.ID] = name
-	}
+	register(db)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	set, err := chains.Build(ctx, chains.Options{NodeURL: testenv.ReplayNode(t),
 		GenesisPath: filepath.Join(testenv.DevnetDir(t), "genesis.json"), Log: log, BatchSize: 8})
@@ -284,7 +293,7 @@ func ingestWithHooks(t *testing.T, ctx context.Context, backend string, watch ma
 	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true, Discover: set.Discover(db)}, log).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return db, set, hooks
+	return db, set
 }
 
 // watchLists are the addresses the tests' webhooks watch: the workload's two
