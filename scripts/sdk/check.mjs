@@ -347,5 +347,20 @@ if (webhookIds.length === 3) {
 } else {
   fail(`webhooks: ${webhookIds.length} of 3 webhooks created`);
 }
+// Operations of the published document that the pinned avacloud SDK 0.13
+// lacks, driven through the newer official SDK (@avalanche-sdk/chainkit,
+// pinned in package.json; the document's own code samples use it): its
+// validation must accept the response.
+{
+  const { Avalanche } = require("@avalanche-sdk/chainkit");
+  const avalanche = new Avalanche({ serverURL: base, apiKey, retryConfig: { strategy: "none" } });
+  try {
+    const supply = await avalanche.avaxSupply.get({ serverURL: base });
+    passed++;
+    console.log(`ok   chainkit avaxSupply.get (totalSupply ${supply.totalSupply})`);
+  } catch (e) {
+    fail(`chainkit avaxSupply.get: ${e?.name}: ${String(e?.message).slice(0, 2000)}`);
+  }
+}
 console.log(`sdk: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

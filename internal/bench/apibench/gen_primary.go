@@ -845,7 +845,7 @@ func (p *primaryGen) stakerTx(ctx context.Context, c *chain, e event) error {
 	}
 	if s.kind != "SUBNET_VALIDATOR" {
 		stakeID := (&avax.UTXOID{TxID: s.id, OutputIndex: s.stakeIdx}).InputID().String()
-		if _, err := c.tx.Exec(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, false, stakeID); err != nil {
+		if err := p.w.UnlockStake(ctx, c.tx, stakeID); err != nil {
 			return fmt.Errorf("unlock stake: %w", err)
 		}
 		k := [2]int{s.owner, 0}

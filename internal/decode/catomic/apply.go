@@ -110,6 +110,7 @@ func (a *Applier) ApplyBlock(ctx context.Context, tx *store.Tx, blk Block, extra
 // EVM balances in tx order.
 func (a *Applier) Apply(ctx context.Context, tx *store.Tx, blk Block, txs []*Tx) ([]BalanceChange, error) {
 	var changes []BalanceChange
+	var burned uint64
 	for i, atx := range txs {
 		var (
 			ch  []BalanceChange
@@ -127,8 +128,46 @@ func (a *Applier) Apply(ctx context.Context, tx *store.Tx, blk Block, txs []*Tx)
 			return nil, err
 		}
 		changes = append(changes, ch...)
+		burned += a.fee(atx)
+	}
+	if err := a.w.AddSupply(ctx, tx, "C", primary.Supply{Burned: int64(burned)}); err != nil {
+		return nil, err
 	}
 	return changes, nil
+}
+
+// fee is the AVAX an atomic tx burns: what it takes (imported UTXOs, EVM
+// inputs) minus what it gives (EVM outputs, exported UTXOs), in nAVAX.
+func (a *Applier) fee(atx *Tx) uint64 {
+	var in, out uint64
+	switch u := atx.UnsignedAtomicTx.(type) {
+	case *UnsignedImportTx:
+		for _, i := range u.ImportedInputs {
+			if i.AssetID() == a.avax {
+				in += i.In.Amount()
+			}
+		}
+		for _, o := range u.Outs {
+			if o.AssetID == a.avax {
+				out += o.Amount
+			}
+		}
+	case *UnsignedExportTx:
+		for _, i := range u.Ins {
+			if i.AssetID == a.avax {
+				in += i.Amount
+			}
+		}
+		for _, o := range u.ExportedOutputs {
+			if o.AssetID() == a.avax {
+				out += o.Out.Amount()
+			}
+		}
+	}
+	if in < out {
+		return 0
+	}
+	return in - out
 }
 
 func (a *Applier) applyImport(ctx context.Context, tx *store.Tx, blk Block, index int, atx *Tx, u *UnsignedImportTx) ([]BalanceChange, error) {

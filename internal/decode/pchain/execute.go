@@ -83,6 +83,7 @@ func (e *executor) finish() error {
 		burned = e.inAVAX - spent
 	}
 	e.bc.burned += burned
+	e.bc.supply.L1Deposits += int64(e.locked)
 	if _, err := e.db.Exec(e.ctx, `UPDATE p_txs SET burned = $1 WHERE tx_id = $2`, primary.PadAmount(burned), e.id.String()); err != nil {
 		return fmt.Errorf("pchain: tx %s fee: %w", e.id, err)
 	}
@@ -189,6 +190,9 @@ func (e *executor) putUTXO(u *avax.UTXO, c primary.Created, locked bool) error {
 	if locked {
 		if _, err := e.db.Exec(e.ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, true, u.InputID().String()); err != nil {
 			return fmt.Errorf("pchain: lock stake %s: %w", u.InputID(), err)
+		}
+		if out, ok := u.Out.(avax.TransferableOut); ok && u.AssetID() == e.ix.avax {
+			e.bc.supply.Staked += int64(out.Amount())
 		}
 	}
 	f, err := primary.OutputFields(u.Out)

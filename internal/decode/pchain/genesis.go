@@ -23,6 +23,7 @@ func (ix *Indexer) genesisCreated() primary.Created {
 func (ix *Indexer) applyGenesis(ctx context.Context, db *store.Tx, bc *blockCtx) error {
 	g := ix.g.P
 	bc.st = chainState{Time: int64(g.Timestamp), Supply: g.InitialSupply}
+	bc.supply.GenesisSupply = int64(g.InitialSupply)
 	bc.time = bc.st.Time
 	if g.Timestamp > 1<<62 {
 		return fmt.Errorf("pchain: genesis timestamp %d out of range", g.Timestamp)

@@ -142,7 +142,8 @@ func (*Indexer) DerivedTables() []string {
 	return []string{
 		"p_block_state", "p_txs", "p_stakers", "p_validator_set", "p_subnets", "p_subnet_owners",
 		"p_blockchains", "p_l1_validators", "p_l1_validator_history", "p_pending_proposals",
-		"px_blocks", "px_txs", "px_tx_assets", "px_tx_addresses", "utxos", "utxo_addresses",
+		"px_blocks", "px_txs", "px_tx_assets", "px_tx_addresses", "utxos", "utxo_addresses", "utxo_plain_balances",
+		"avax_supply",
 	}
 }
 
@@ -170,6 +171,8 @@ type blockCtx struct {
 	eff    uint64
 	seq    int // L1 history order within the block
 	burned uint64
+	// The block's changes of the AVAX totals besides burned (avax_supply).
+	supply primary.Supply
 	gas    gas.Gas
 	prop   *proposervm.Details // the block's proposervm wrapper, when the source had it
 }
@@ -343,7 +346,8 @@ func (ix *Indexer) finishBlock(ctx context.Context, tx *store.Tx, bc *blockCtx, 
 		primary.PadAmount(bc.st.Accrued), active, fmt.Sprint(uint64(bc.gas)), primary.PadAmount(bc.burned)); err != nil {
 		return fmt.Errorf("pchain: insert block state %d: %w", bc.height, err)
 	}
-	return nil
+	bc.supply.Burned = int64(bc.burned)
+	return ix.w.AddSupply(ctx, tx, "P", bc.supply)
 }
 
 // loadState reads the state after block height.

@@ -237,6 +237,7 @@ func (e *executor) refund(r l1Row, outsLen int) error {
 		e.ix.Log.Error("pchain: active L1 validator without balance", "tx", e.id, "validation", r.id)
 		return nil
 	}
+	e.bc.supply.L1Refunds += int64(remaining)
 	var o Owner
 	if err := json.Unmarshal([]byte(r.rbOwner), &o); err != nil {
 		return fmt.Errorf("pchain: stored owner of %s: %w", r.id, err)

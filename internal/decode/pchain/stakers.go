@@ -365,8 +365,11 @@ func (e *executor) rewardStaker(stakerTxID ids.ID, commit bool) error {
 	outs, stake := ps.Outputs(), ps.Stake()
 	for i := range stake {
 		id := (&avax.UTXOID{TxID: stakerTxID, OutputIndex: uint32(len(outs) + i)}).InputID()
-		if _, err := e.db.Exec(e.ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, false, id.String()); err != nil {
-			return fmt.Errorf("pchain: unlock stake %s: %w", id, err)
+		if err := e.ix.w.UnlockStake(e.ctx, e.db, id.String()); err != nil {
+			return err
+		}
+		if stake[i].AssetID() == e.ix.avax {
+			e.bc.supply.Staked -= int64(stake[i].Out.Amount())
 		}
 		if f, err := primary.OutputFields(stake[i].Out); err == nil {
 			if addrs, err := primary.Addresses(e.ix.hrp, f.Owners); err == nil {
@@ -432,6 +435,9 @@ func (e *executor) payReward(stakerTxID, asset ids.ID, index uint32, amount uint
 	}
 	c := e.created("TRANSFER")
 	c.RewardType = rewardType
+	if asset == e.ix.avax {
+		e.bc.supply.Rewards += int64(amount) // minted: the potential reward was only counted in the supply
+	}
 	return e.putUTXO(u, c, false)
 }
 

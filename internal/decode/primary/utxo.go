@@ -6,8 +6,10 @@ package primary
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -146,6 +148,9 @@ func (w Writer) PutUTXO(ctx context.Context, tx *store.Tx, u *avax.UTXO, utxoByt
 		c.Staked, c.StakeStart, c.StakeEnd, c.RewardType, utxoBytes, int64(c.Height), c.Time); err != nil {
 		return fmt.Errorf("primary: put utxo %s: %w", utxoID, err)
 	}
+	// Read after the upsert: on PostgreSQL a concurrent import on another
+	// chain that spent it first is committed by now (the upsert waited for
+	// its row), so its consuming tx is seen.
 	var consumed string
 	if err := tx.QueryRow(ctx, `SELECT consumed_tx FROM utxos WHERE utxo_id = $1`, utxoID).Scan(&consumed); err != nil {
 		return fmt.Errorf("primary: read back utxo %s: %w", utxoID, err)
@@ -153,8 +158,7 @@ func (w Writer) PutUTXO(ctx context.Context, tx *store.Tx, u *avax.UTXO, utxoByt
 	// asset_id and reward_type are copied here for the data API's filtered
 	// listings (0015_utxo_address_filters.sql); plain marks what balances
 	// sum from the index alone (0042_plain_utxo_balances.sql, same rule).
-	plain := f.FxType == "secp256k1fx.TransferOutput" && threshold == 1 && len(addrs) == 1 && locktime == 0 &&
-		c.UTXOType != "STAKE" && !c.Staked && c.CreatedChain == c.ChainKey
+	plain := plainRule(f.FxType, threshold, len(addrs), locktime, c.CreatedChain, c.ChainKey) && c.UTXOType != "STAKE" && !c.Staked
 	for _, a := range addrs {
 		if _, err := tx.Exec(ctx, `INSERT INTO utxo_addresses (address, chain_key, spent, created_time, amount, utxo_id,
 			asset_id, reward_type, plain)
@@ -164,6 +168,73 @@ func (w Writer) PutUTXO(ctx context.Context, tx *store.Tx, u *avax.UTXO, utxoByt
 			a, c.ChainKey, consumed != "", c.Time, amount, utxoID, u.AssetID().String(), c.RewardType, plain); err != nil {
 			return fmt.Errorf("primary: index utxo %s by address: %w", utxoID, err)
 		}
+	}
+	// A plain UTXO is spent on the chain that created it, so after it is
+	// put (and a UTXO is put once: reindex starts from empty tables).
+	if plain && consumed == "" {
+		return addPlainBalance(ctx, tx, addrs[0], c.ChainKey, u.AssetID().String(), amount, 1)
+	}
+	return nil
+}
+
+// plainRule is what makes a UTXO plain besides its staking state: a
+// secp256k1 transfer output of one owner, threshold 1, no locktime,
+// spendable on the chain that created it. A stake output is plain once its
+// staker left (UnlockStake): its balance bucket no longer changes.
+func plainRule(fxType string, threshold uint32, owners int, locktime uint64, createdChain, chainKey string) bool {
+	return fxType == "secp256k1fx.TransferOutput" && threshold == 1 && owners == 1 && locktime == 0 &&
+		createdChain == chainKey
+}
+
+// UnlockStake marks a stake output returned to its owner (its staker left
+// the validator set): spendable again, and plain when plainRule holds.
+func (w Writer) UnlockStake(ctx context.Context, tx *store.Tx, utxoID string) error {
+	var (
+		fxType, owners, createdChain, chainKey, assetID, amount string
+		threshold                                               uint32
+		locktime, consumedHeight                                int64
+	)
+	err := tx.QueryRow(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2
+		RETURNING fx_type, addresses, threshold, locktime, created_chain, chain_key, asset_id, amount, consumed_height`,
+		false, utxoID).Scan(&fxType, &owners, &threshold, &locktime, &createdChain, &chainKey, &assetID, &amount, &consumedHeight)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // not indexed: nothing to unlock
+	}
+	if err != nil {
+		return fmt.Errorf("primary: unlock stake %s: %w", utxoID, err)
+	}
+	var addrs []string
+	if err := json.Unmarshal([]byte(owners), &addrs); err != nil {
+		return fmt.Errorf("primary: unlock stake %s: owners: %w", utxoID, err)
+	}
+	if !plainRule(fxType, threshold, len(addrs), uint64(locktime), createdChain, chainKey) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE utxo_addresses SET plain = $1 WHERE utxo_id = $2`, true, utxoID); err != nil {
+		return fmt.Errorf("primary: unlock stake %s: %w", utxoID, err)
+	}
+	if consumedHeight >= 0 {
+		return nil // spent (only after it was unlocked: never here in order)
+	}
+	return addPlainBalance(ctx, tx, addrs[0], chainKey, assetID, amount, 1)
+}
+
+// addPlainBalance adds one plain UTXO (sign 1) to its owner's balance row,
+// or takes it away (-1), as the two digit halves of its padded amount
+// (0110_utxo_plain_balances.sql).
+func addPlainBalance(ctx context.Context, tx *store.Tx, address, chainKey, assetID, padded string, sign int64) error {
+	hi, errHi := strconv.ParseInt(padded[:10], 10, 64)
+	lo, errLo := strconv.ParseInt(padded[10:], 10, 64)
+	if len(padded) != 20 || errHi != nil || errLo != nil {
+		return fmt.Errorf("primary: balance of %s: amount %q is not 20 digits", address, padded)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO utxo_plain_balances (address, chain_key, asset_id, amount_hi, amount_lo, utxo_count)
+		VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (address, chain_key, asset_id) DO UPDATE SET
+		amount_hi = utxo_plain_balances.amount_hi + excluded.amount_hi,
+		amount_lo = utxo_plain_balances.amount_lo + excluded.amount_lo,
+		utxo_count = utxo_plain_balances.utxo_count + excluded.utxo_count`,
+		address, chainKey, assetID, sign*hi, sign*lo, sign); err != nil {
+		return fmt.Errorf("primary: balance of %s: %w", address, err)
 	}
 	return nil
 }
@@ -197,8 +268,35 @@ func (w Writer) SpendUTXO(ctx context.Context, tx *store.Tx, in *avax.UTXOID, s 
 		s.TxID, int64(s.Height), s.Time, s.InputIndex); err != nil {
 		return fmt.Errorf("primary: spend utxo %s: %w", utxoID, err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE utxo_addresses SET spent = $1 WHERE utxo_id = $2`, true, utxoID); err != nil {
+	// The rows that were unspent: a plain one leaves its owner's balance.
+	rows, err := tx.Query(ctx, `UPDATE utxo_addresses SET spent = $1 WHERE utxo_id = $2 AND spent = $3
+		RETURNING address, chain_key, asset_id, amount, plain`, true, utxoID, false)
+	if err != nil {
 		return fmt.Errorf("primary: mark utxo %s spent: %w", utxoID, err)
+	}
+	type plainRow struct{ address, chainKey, assetID, amount string }
+	var left []plainRow
+	for rows.Next() {
+		var r plainRow
+		var plain bool
+		if err := rows.Scan(&r.address, &r.chainKey, &r.assetID, &r.amount, &plain); err != nil {
+			rows.Close()
+			return fmt.Errorf("primary: mark utxo %s spent: %w", utxoID, err)
+		}
+		if plain {
+			left = append(left, r)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("primary: mark utxo %s spent: %w", utxoID, err)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("primary: mark utxo %s spent: %w", utxoID, err)
+	}
+	for _, r := range left {
+		if err := addPlainBalance(ctx, tx, r.address, r.chainKey, r.assetID, r.amount, -1); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -223,5 +321,27 @@ func (w Writer) LinkTx(ctx context.Context, tx *store.Tx, chainKey, txID string,
 // DerivedTables are the tables this writer fills.
 // c_atomic_evm_io is the C-chain atomic side's (internal/decode/catomic),
 // listed here with px_txs, whose rows it details.
-var DerivedTables = []string{"utxos", "utxo_addresses", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
+var DerivedTables = []string{"utxos", "utxo_addresses", "utxo_plain_balances", "avax_supply", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
 	"c_atomic_evm_io"}
+
+// Supply is a change of one chain's AVAX totals (0111_avax_supply.sql), in
+// nAVAX.
+type Supply struct {
+	GenesisSupply, Burned, Rewards, Staked, L1Deposits, L1Refunds int64
+}
+
+// AddSupply adds s to chainKey's AVAX totals (nothing for a zero change).
+func (w Writer) AddSupply(ctx context.Context, tx *store.Tx, chainKey string, s Supply) error {
+	if s == (Supply{}) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO avax_supply (chain_key, genesis_supply, burned, rewards, staked, l1_deposits, l1_refunds)
+		VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT (chain_key) DO UPDATE SET
+		genesis_supply = avax_supply.genesis_supply + excluded.genesis_supply, burned = avax_supply.burned + excluded.burned,
+		rewards = avax_supply.rewards + excluded.rewards, staked = avax_supply.staked + excluded.staked,
+		l1_deposits = avax_supply.l1_deposits + excluded.l1_deposits, l1_refunds = avax_supply.l1_refunds + excluded.l1_refunds`,
+		chainKey, s.GenesisSupply, s.Burned, s.Rewards, s.Staked, s.L1Deposits, s.L1Refunds); err != nil {
+		return fmt.Errorf("primary: AVAX totals of %s: %w", chainKey, err)
+	}
+	return nil
+}

@@ -129,6 +129,7 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) e
 			return err
 		}
 	}
+	var burned uint64
 	for i, t := range blk.Txs {
 		pos := position{height: int64(blk.Height), index: i, blockID: blk.ID.String(), time: ts}
 		if t.Tx == nil {
@@ -138,11 +139,13 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) e
 			}
 			continue
 		}
-		if err := ix.applyTx(ctx, tx, pos, t.Tx); err != nil {
+		fee, err := ix.applyTx(ctx, tx, pos, t.Tx)
+		if err != nil {
 			return err
 		}
+		burned += fee
 	}
-	return nil
+	return ix.w.AddSupply(ctx, tx, "X", primary.Supply{Burned: int64(burned)})
 }
 
 // position is where a tx sits: genesis txs are in no block (height -1).
@@ -184,7 +187,9 @@ func (ix *Indexer) loadGenesis(ctx context.Context, tx *store.Tx, time int64) er
 		if i == 0 && t.ID() != ix.g.AvaxAssetID {
 			return fmt.Errorf("xchain: genesis asset %q has id %s, AVAX is %s", ga.Alias, t.ID(), ix.g.AvaxAssetID)
 		}
-		if err := ix.applyTx(ctx, tx, position{height: -1, index: i, time: time}, t); err != nil {
+		// A genesis asset's initial AVAX is the genesis supply, not minted
+		// by a tx: it has no inputs, so no fee either.
+		if _, err := ix.applyTx(ctx, tx, position{height: -1, index: i, time: time}, t); err != nil {
 			return err
 		}
 	}
@@ -235,14 +240,16 @@ type consumed struct {
 	cred   int
 }
 
-func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *txs.Tx) error {
+// applyTx writes one tx and returns its fee: the AVAX it consumes and does
+// not produce (outputs and exports), as the avm burns it.
+func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *txs.Tx) (uint64, error) {
 	txID := t.ID()
 	var f facts
 	if err := t.Unsigned.Visit(&f); err != nil {
-		return fmt.Errorf("xchain: tx %s: %w", txID, err)
+		return 0, fmt.Errorf("xchain: tx %s: %w", txID, err)
 	}
 	if f.base == nil {
-		return fmt.Errorf("xchain: tx %s: no base tx", txID)
+		return 0, fmt.Errorf("xchain: tx %s: no base tx", txID)
 	}
 
 	// Inputs in credential order: the base inputs, then the imported inputs
@@ -250,19 +257,19 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 	var ins []consumed
 	for i, in := range f.base.Ins {
 		if in == nil || in.In == nil {
-			return fmt.Errorf("xchain: tx %s: nil input %d", txID, i)
+			return 0, fmt.Errorf("xchain: tx %s: nil input %d", txID, i)
 		}
 		ins = append(ins, consumed{utxo: &in.UTXOID, asset: in.AssetID(), amount: in.In.Amount(), cred: i})
 	}
 	for i, in := range f.imported {
 		if in == nil || in.In == nil {
-			return fmt.Errorf("xchain: tx %s: nil imported input %d", txID, i)
+			return 0, fmt.Errorf("xchain: tx %s: nil imported input %d", txID, i)
 		}
 		ins = append(ins, consumed{utxo: &in.UTXOID, asset: in.AssetID(), amount: in.In.Amount(), cred: len(f.base.Ins) + i})
 	}
 	for i, op := range f.ops {
 		if op == nil {
-			return fmt.Errorf("xchain: tx %s: nil operation %d", txID, i)
+			return 0, fmt.Errorf("xchain: tx %s: nil operation %d", txID, i)
 		}
 		for _, u := range op.UTXOIDs {
 			ins = append(ins, consumed{utxo: u, asset: op.AssetID(), cred: len(f.base.Ins) + i})
@@ -272,7 +279,7 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 	sigs := make([][][secp256k1.SignatureLen]byte, len(t.Creds))
 	for i, c := range t.Creds {
 		if c == nil {
-			return fmt.Errorf("xchain: tx %s: nil credential %d", txID, i)
+			return 0, fmt.Errorf("xchain: tx %s: nil credential %d", txID, i)
 		}
 		switch cred := c.Credential.(type) {
 		case *secp256k1fx.Credential:
@@ -282,7 +289,7 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 		case *propertyfx.Credential:
 			sigs[i] = cred.Sigs
 		default:
-			return fmt.Errorf("xchain: tx %s: credential %d is %T", txID, i, c.Credential)
+			return 0, fmt.Errorf("xchain: tx %s: credential %d is %T", txID, i, c.Credential)
 		}
 	}
 	creds, signers := catomic.Credentials(t.Unsigned.Bytes(), sigs)
@@ -295,17 +302,23 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 		dst = f.dst.String()
 	}
 	if err := ix.putTx(ctx, tx, pos, txID, f.typ, f.base.Memo, src, dst, creds, t.Bytes()); err != nil {
-		return err
+		return 0, err
 	}
 
 	var (
-		assets []ids.ID
-		addrs  []string
+		assets                     []ids.ID
+		addrs                      []string
+		consumedAVAX, producedAVAX uint64
 	)
+	for _, c := range ins {
+		if c.asset == ix.g.AvaxAssetID {
+			consumedAVAX += c.amount
+		}
+	}
 	for _, in := range ins {
 		owners, err := catomic.OwnersOf(ctx, tx, in.utxo.InputID())
 		if err != nil {
-			return err
+			return 0, err
 		}
 		addrs = append(addrs, owners...)
 		assets = append(assets, in.asset)
@@ -313,21 +326,22 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 			TxID: txID.String(), ChainKey: "X", Height: pos.utxoHeight(), Time: pos.time, InputIndex: in.cred,
 			AssetID: in.asset.String(), Amount: in.amount,
 		}); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	signerAddrs, err := catomic.FormatAddresses(ix.g.HRP, signers...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	addrs = append(addrs, signerAddrs...)
 
 	// Outputs the tx creates on X, indexed by the node's own rule (txs.Tx.UTXOs:
 	// base outputs, then initial states or operation outputs in order).
 	for _, u := range t.UTXOs() {
+		producedAVAX += avaxAmount(ix.g.AvaxAssetID, u.AssetID(), u.Out)
 		owners, err := ix.putUTXO(ctx, tx, pos, u, "X")
 		if err != nil {
-			return fmt.Errorf("xchain: tx %s: %w", txID, err)
+			return 0, fmt.Errorf("xchain: tx %s: %w", txID, err)
 		}
 		addrs = append(addrs, owners...)
 		assets = append(assets, u.AssetID())
@@ -340,19 +354,20 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 		}
 		for i, out := range f.exported {
 			if out == nil || out.Out == nil {
-				return fmt.Errorf("xchain: tx %s: nil exported output %d", txID, i)
+				return 0, fmt.Errorf("xchain: tx %s: nil exported output %d", txID, i)
 			}
 			u := &avax.UTXO{
 				UTXOID: avax.UTXOID{TxID: txID, OutputIndex: uint32(len(f.base.Outs) + i)},
 				Asset:  avax.Asset{ID: out.AssetID()},
 				Out:    out.Out,
 			}
+			producedAVAX += avaxAmount(ix.g.AvaxAssetID, u.AssetID(), u.Out)
 			owners, err := ix.putUTXO(ctx, tx, pos, u, dest)
 			if err != nil {
-				return fmt.Errorf("xchain: tx %s: %w", txID, err)
+				return 0, fmt.Errorf("xchain: tx %s: %w", txID, err)
 			}
 			if err := catomic.LinkLateConsumer(ctx, tx, ix.w, u.InputID(), u.AssetID(), owners); err != nil {
-				return err
+				return 0, err
 			}
 			addrs = append(addrs, owners...)
 			assets = append(assets, u.AssetID())
@@ -362,10 +377,25 @@ func (ix *Indexer) applyTx(ctx context.Context, tx *store.Tx, pos position, t *t
 	if f.asset != nil {
 		assets = append(assets, txID)
 		if err := ix.putAsset(ctx, tx, txID, f.asset, pos.time); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return ix.w.LinkTx(ctx, tx, "X", txID.String(), pos.time, assets, addrs)
+	if err := ix.w.LinkTx(ctx, tx, "X", txID.String(), pos.time, assets, addrs); err != nil {
+		return 0, err
+	}
+	if consumedAVAX < producedAVAX {
+		return 0, nil // a genesis asset: AVAX from no input
+	}
+	return consumedAVAX - producedAVAX, nil
+}
+
+// avaxAmount is the AVAX an output holds (0 for other assets and for
+// outputs without an amount).
+func avaxAmount(avaxID, asset ids.ID, out any) uint64 {
+	if a, ok := out.(interface{ Amount() uint64 }); ok && asset == avaxID {
+		return a.Amount()
+	}
+	return 0
 }
 
 // putUTXO writes a UTXO created by an X tx, spendable on chainKey, and

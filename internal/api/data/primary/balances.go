@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
-	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // AggregatedAssetAmount is the OpenAPI AggregatedAssetAmount: an asset's
@@ -71,20 +70,24 @@ type balanceUTXO struct {
 	count                               int64 // UTXOs summed in amount (plain ones come summed)
 }
 
-// plainSums reads (address, asset, amount, count) rows of plain UTXOs.
-func (h *handlers) plainSums(ctx context.Context, q string, args []any) ([]balanceUTXO, error) {
-	rows, err := h.d.DB.QueryContext(ctx, q, args...)
+// plainBalances reads the plain-UTXO balances of the addresses on chain
+// (args: the chain key, then the addresses, numbered ph), one row per
+// address and asset kept by the indexers (0110_utxo_plain_balances.sql).
+func (h *handlers) plainBalances(ctx context.Context, chain, ph string, args []any) ([]balanceUTXO, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT address, asset_id, amount_hi, amount_lo, utxo_count FROM utxo_plain_balances
+		WHERE chain_key = $1 AND address IN (`+ph+`) AND utxo_count > 0`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
 	}
 	defer rows.Close()
 	var out []balanceUTXO
 	for rows.Next() {
-		u := balanceUTXO{owners: make([]string, 1)}
-		if err := rows.Scan(&u.owners[0], &u.asset, &u.amount, &u.count); err != nil {
+		u := balanceUTXO{owners: make([]string, 1), createdChain: chain, fxType: "secp256k1fx.TransferOutput", threshold: 1}
+		var hi, lo int64
+		if err := rows.Scan(&u.owners[0], &u.asset, &hi, &lo, &u.count); err != nil {
 			return nil, fmt.Errorf("balances: %w", err)
 		}
-		u.amount = unpad(u.amount)
+		u.amount = splitSum(hi, lo).String()
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
@@ -270,44 +273,32 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 	}
 	var out []balanceUTXO
 	if !historical {
-		// Plain UTXOs (one owner, no lock, not staked; 0042) summed from
-		// the index alone: a busy address holds 10,000s of them.
-		sum := `CAST(SUM(CAST(ua.amount AS NUMERIC)) AS TEXT)`
-		if h.d.DB.Dialect() == store.SQLite {
-			// Exact in 64 bits; an overflow is an error, answered below
-			// by summing the rows.
-			sum = `CAST(SUM(CAST(ua.amount AS INTEGER)) AS TEXT)`
-		}
-		q := `SELECT ua.address, ua.asset_id, ` + sum + `, COUNT(*) FROM utxo_addresses ua
-			WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `) AND ua.spent = FALSE AND ua.plain = TRUE
-			GROUP BY ua.address, ua.asset_id`
-		plain, err := h.plainSums(ctx, q, args)
+		// Plain UTXOs (one owner, no lock, not staked; 0042) come summed
+		// per address and asset: a busy address holds 100,000s of them.
+		plain, err := h.plainBalances(ctx, chain, ph, args)
 		if err != nil {
-			q = `SELECT ua.address, ua.asset_id, ua.amount, 1 FROM utxo_addresses ua
-				WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `) AND ua.spent = FALSE AND ua.plain = TRUE`
-			if plain, err = h.plainSums(ctx, q, args); err != nil {
-				return nil, err
-			}
+			return nil, err
 		}
-		for _, u := range plain {
-			u.createdChain, u.fxType, u.threshold = chain, "secp256k1fx.TransferOutput", 1
-			out = append(out, u)
-		}
+		out = append(out, plain...)
 	}
 	// The others from their rows. A multisig UTXO of two of the addresses
 	// is one UTXO.
 	where := `u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `)`
+	// A stake output's staker: its start (utxos.stake_start, written with
+	// the staker) says pending; when it left matters only in the past, so
+	// only a historical balance reads the staker's row.
+	staker := `u.stake_start, -1, 0 FROM utxos u`
 	if historical {
 		args = append(args, at)
 		n := len(args)
 		where += fmt.Sprintf(`) AND u.created_time <= $%d AND (u.consumed_height < 0 OR u.consumed_time > $%d)`, n, n)
+		staker = `COALESCE(s.start_time, 0), COALESCE(s.removed_height, -1), COALESCE(s.removed_time, 0)
+			FROM utxos u LEFT JOIN p_stakers s ON s.tx_id = u.tx_id AND u.utxo_type = 'STAKE' AND u.created_chain = 'P'`
 	} else {
 		where += ` AND ua.spent = FALSE AND ua.plain = FALSE) AND u.consumed_height < 0`
 	}
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.asset_id, u.amount, u.created_chain, u.fx_type, u.locktime,
-		u.stakeable_locktime, u.stake_locked, u.utxo_type, COALESCE(s.start_time, 0), COALESCE(s.removed_height, -1),
-		COALESCE(s.removed_time, 0), u.addresses, u.threshold
-		FROM utxos u LEFT JOIN p_stakers s ON s.tx_id = u.tx_id AND u.utxo_type = 'STAKE' AND u.created_chain = 'P'
+		u.stakeable_locktime, u.stake_locked, u.utxo_type, u.addresses, u.threshold, `+staker+`
 		WHERE u.chain_key = $1 AND `+where+` AND u.fx_type IN ('secp256k1fx.TransferOutput', 'stakeable.LockOut')`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
@@ -318,7 +309,7 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 		var start, removedHeight, removedTime int64
 		var owners, typ string
 		if err := rows.Scan(&u.asset, &u.amount, &u.createdChain, &u.fxType, &u.locktime, &u.stakeableLocktime,
-			&u.stakeLocked, &typ, &start, &removedHeight, &removedTime, &owners, &u.threshold); err != nil {
+			&u.stakeLocked, &typ, &owners, &u.threshold, &start, &removedHeight, &removedTime); err != nil {
 			return nil, fmt.Errorf("balances: %w", err)
 		}
 		if historical {

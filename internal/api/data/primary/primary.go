@@ -121,6 +121,8 @@ func Register(mux *api.Mux, d Deps) {
 		{"GET /v1/networks/{network}/delegators", medium, h.listDelegators},
 		{"GET /v1/networks/{network}/rewards:listPending", xl, h.listPendingRewards},
 		{"GET /v1/networks/{network}/l1Validators", medium, h.listL1Validators},
+		// AVAX supply (supply.go): the network served here, no parameters.
+		{"GET /v1/avax/supply", api.RouteOpts{Weight: api.Free}, h.getAvaxSupply},
 	} {
 		mux.HandleGuarded(r.pattern, r.opts, api.MessageString, r.h)
 	}

@@ -205,8 +205,15 @@ func outAmount(t testing.TB, raw json.RawMessage) (string, uint64) {
 // pNodeTxs reads every platform.getTx (json) answer, by tx id.
 func (e *env) pNodeTxs(t testing.TB) map[string]pNodeTx {
 	t.Helper()
+	return e.nodeTxs(t, "P", "platform.getTx")
+}
+
+// nodeTxs reads every json answer of a getTx method (platform.getTx,
+// avm.getTx), by tx id.
+func (e *env) nodeTxs(t testing.TB, endpoint, method string) map[string]pNodeTx {
+	t.Helper()
 	out := map[string]pNodeTx{}
-	e.rec.each("P", "platform.getTx", func(params, result json.RawMessage) {
+	e.rec.each(endpoint, method, func(params, result json.RawMessage) {
 		if !strings.Contains(string(params), `"json"`) {
 			return
 		}
@@ -361,17 +368,7 @@ func TestTxByHashP(t *testing.T) {
 // TestTxByHashX compares every X tx of the workload with avm.getTx (json).
 func TestTxByHashX(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
-		nodeTxs := map[string]pNodeTx{}
-		e.rec.each("X", "avm.getTx", func(params, result json.RawMessage) {
-			if !strings.Contains(string(params), `"json"`) {
-				return
-			}
-			var r struct{ Tx pNodeTx }
-			if err := json.Unmarshal(result, &r); err != nil {
-				t.Fatal(err)
-			}
-			nodeTxs[r.Tx.ID] = r.Tx
-		})
+		nodeTxs := e.nodeTxs(t, "X", "avm.getTx")
 		n := 0
 		for _, w := range loadWorkload(t) {
 			if w.Chain != "X" {

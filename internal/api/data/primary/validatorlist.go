@@ -333,26 +333,15 @@ func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery
 }
 
 // currentDelegations sums the stake of the delegators current at tipTime
-// by the validator tx they delegate to (one query for every validator).
+// by the validator tx they delegate to: one query for every validator,
+// summed by the database from the index 0112.
 func (h *handlers) currentDelegations(ctx context.Context, tipTime int64) (map[string]*big.Int, error) {
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT validator_tx_id, stake_amount FROM p_stakers
-		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1`, tipTime)
+	out, err := h.sumsBy(ctx, `SELECT validator_tx_id, `+splitSumSQL("stake_amount")+` FROM p_stakers
+		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1 GROUP BY validator_tx_id`, tipTime)
 	if err != nil {
 		return nil, fmt.Errorf("current delegations: %w", err)
 	}
-	defer rows.Close()
-	out := map[string]*big.Int{}
-	for rows.Next() {
-		var v, a string
-		if err := rows.Scan(&v, &a); err != nil {
-			return nil, fmt.Errorf("current delegations: %w", err)
-		}
-		if out[v] == nil {
-			out[v] = new(big.Int)
-		}
-		out[v].Add(out[v], decimal(unpad(a)))
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // capacity is how much more stake a current or pending primary-network
