@@ -211,11 +211,7 @@ func (in *txInspector) prepare(ctx context.Context) error {
 				in.l1Owner[u.Subnet.Append(uint32(i))] = v.RemainingBalanceOwner
 			}
 		case *txs.RegisterL1ValidatorTx:
-			p, err := warpPayload(u.Message)
-			if err != nil {
-				return err
-			}
-			m, err := message.ParseRegisterL1Validator(p)
+			m, err := registerMessage(u.Message)
 			if err != nil {
 				return err
 			}
@@ -246,11 +242,7 @@ func (in *txInspector) pTxOf(ctx context.Context, txID string) (*txs.Tx, []nodeU
 	case *txs.DisableL1ValidatorTx:
 		removed = u.ValidationID
 	case *txs.SetL1ValidatorWeightTx:
-		p, err := warpPayload(u.Message)
-		if err != nil {
-			return nil, nil, err
-		}
-		m, err := message.ParseL1ValidatorWeight(p)
+		m, err := weightMessage(u.Message)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -287,23 +279,13 @@ func (in *txInspector) refund(ctx context.Context, txID ids.ID, index uint32, ow
 	for _, a := range owner.Addresses {
 		addrs = append(addrs, "P-"+in.addr(a))
 	}
-	var r struct {
-		UTXOs []string `json:"utxos"`
-	}
-	if err := rpcCall(ctx, in.c.node+"/ext/bc/P", "platform.getUTXOs", map[string]any{"addresses": addrs, "limit": 1024, "encoding": "hex"}, &r); err != nil {
+	us, err := in.nodePUTXOs(ctx, "platform.getUTXOs", map[string]any{"addresses": addrs, "limit": 1024})
+	if err != nil {
 		return nil, err
 	}
-	for _, s := range r.UTXOs {
-		b, err := formatting.Decode(formatting.Hex, s)
-		if err != nil {
-			return nil, err
-		}
-		var x avax.UTXO
-		if _, err := txs.Codec.Unmarshal(b, &x); err != nil {
-			return nil, fmt.Errorf("UTXO of %v: %w", addrs, err)
-		}
+	for _, x := range us {
 		if x.InputID() == u.InputID() {
-			return &x, nil
+			return x, nil
 		}
 	}
 	return nil, nil
@@ -352,15 +334,16 @@ func (in *txInspector) cTxOf(ctx context.Context, txID string) (*atomic.Tx, []no
 	return tx, made, nil
 }
 
-// rewardUTXOs records a staker's reward UTXOs as the node keeps them.
-func (in *txInspector) rewardUTXOs(ctx context.Context, stakerTx string) ([]nodeUTXO, error) {
+// nodePUTXOs calls a P-chain method answering hex UTXOs and decodes them.
+func (in *txInspector) nodePUTXOs(ctx context.Context, method string, params map[string]any) ([]*avax.UTXO, error) {
 	var r struct {
 		UTXOs []string `json:"utxos"`
 	}
-	if err := rpcCall(ctx, in.c.node+"/ext/bc/P", "platform.getRewardUTXOs", map[string]any{"txID": stakerTx, "encoding": "hex"}, &r); err != nil {
+	params["encoding"] = "hex"
+	if err := rpcCall(ctx, in.c.node+"/ext/bc/P", method, params, &r); err != nil {
 		return nil, err
 	}
-	var made []nodeUTXO
+	out := make([]*avax.UTXO, 0, len(r.UTXOs))
 	for _, s := range r.UTXOs {
 		b, err := formatting.Decode(formatting.Hex, s)
 		if err != nil {
@@ -368,9 +351,22 @@ func (in *txInspector) rewardUTXOs(ctx context.Context, stakerTx string) ([]node
 		}
 		var u avax.UTXO
 		if _, err := txs.Codec.Unmarshal(b, &u); err != nil {
-			return nil, fmt.Errorf("reward UTXO of %s: %w", stakerTx, err)
+			return nil, fmt.Errorf("%s %v: %w", method, params, err)
 		}
-		in.addUTXO(&u)
+		out = append(out, &u)
+	}
+	return out, nil
+}
+
+// rewardUTXOs records a staker's reward UTXOs as the node keeps them.
+func (in *txInspector) rewardUTXOs(ctx context.Context, stakerTx string) ([]nodeUTXO, error) {
+	us, err := in.nodePUTXOs(ctx, "platform.getRewardUTXOs", map[string]any{"txID": stakerTx})
+	if err != nil {
+		return nil, err
+	}
+	var made []nodeUTXO
+	for _, u := range us {
+		in.addUTXO(u)
 		made = append(made, in.created[u.TxID.String()+":"+strconv.FormatUint(uint64(u.OutputIndex), 10)])
 	}
 	return made, nil
@@ -732,11 +728,7 @@ func (c *comparer) pTxDetails(ctx context.Context, in *txInspector, r TxRecord, 
 				strconv.FormatUint(v.Balance, 10), hexText(v.Signer.PublicKey[:])))
 		}
 	case *txs.RegisterL1ValidatorTx:
-		p, err := warpPayload(u.Message)
-		if err != nil {
-			return err
-		}
-		m, err := message.ParseRegisterL1Validator(p)
+		m, err := registerMessage(u.Message)
 		if err != nil {
 			return err
 		}
@@ -748,11 +740,7 @@ func (c *comparer) pTxDetails(ctx context.Context, in *txInspector, r TxRecord, 
 		l1Want(m.ValidationID(), l1Text(node.String(), m.SubnetID.String(), strconv.FormatUint(m.Weight, 10),
 			strconv.FormatUint(u.Balance, 10), hexText(m.BLSPublicKey[:])))
 	case *txs.SetL1ValidatorWeightTx:
-		p, err := warpPayload(u.Message)
-		if err != nil {
-			return err
-		}
-		m, err := message.ParseL1ValidatorWeight(p)
+		m, err := weightMessage(u.Message)
 		if err != nil {
 			return err
 		}
@@ -879,6 +867,24 @@ func warpPayload(b []byte) ([]byte, error) {
 		return nil, err
 	}
 	return a.Payload, nil
+}
+
+// registerMessage and weightMessage read the L1 validator message a
+// RegisterL1ValidatorTx or SetL1ValidatorWeightTx carries.
+func registerMessage(b []byte) (*message.RegisterL1Validator, error) {
+	p, err := warpPayload(b)
+	if err != nil {
+		return nil, err
+	}
+	return message.ParseRegisterL1Validator(p)
+}
+
+func weightMessage(b []byte) (*message.L1ValidatorWeight, error) {
+	p, err := warpPayload(b)
+	if err != nil {
+		return nil, err
+	}
+	return message.ParseL1ValidatorWeight(p)
 }
 
 // cAtomicTxs compares every atomic C-chain tx of the log as the data
