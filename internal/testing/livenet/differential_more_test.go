@@ -332,18 +332,8 @@ func nodeTxUTXOs(unsigned map[string]any) (consumed []utxoRef, outputs []utxoRef
 // servedUTXOs reads consumedUtxos or emittedUtxos of a served P or X tx.
 func servedUTXOs(tx map[string]any, key string) []utxoRef {
 	var out []utxoRef
-	list, _ := tx[key].([]any)
-	for _, x := range list {
-		u, _ := x.(map[string]any)
-		r := utxoRef{tx: jsonScalar(u["txHash"]), index: jsonScalar(u["outputIndex"]), asset: jsonScalar(u["assetId"]),
-			amount: jsonScalar(u["amount"])}
-		if r.tx == "" {
-			r.tx = jsonScalar(u["creationTxHash"])
-		}
-		if a, ok := u["asset"].(map[string]any); ok {
-			r.asset, r.amount = jsonScalar(a["assetId"]), jsonScalar(a["amount"])
-		}
-		out = append(out, r)
+	for _, u := range servedUTXOList(tx, key) {
+		out = append(out, utxoRef{tx: u.tx, index: u.index, asset: u.asset, amount: u.amount})
 	}
 	return out
 }

@@ -240,6 +240,10 @@ type comparer struct {
 	node string // the node Permafrost follows
 	tips map[string]uint64
 	rep  *diffReport
+	// potential: the node's potential reward of the workload's stakers,
+	// read while they validated (for their txs' estimatedReward).
+	potential  map[string]string
+	blockTimes map[string]string // P block time by block ID
 }
 
 // compareRPC calls method on the node and on Permafrost and records the

@@ -37,6 +37,9 @@ type follower struct {
 	// rep collects the differential checks, from those made while the
 	// workload's stakers validate (whileStaking) to those after it.
 	rep *diffReport
+	// potential: the node's potential rewards of the workload's stakers,
+	// read while they validate.
+	potential map[string]string
 
 	buildTime                 time.Duration
 	startedAt                 time.Time
@@ -118,6 +121,11 @@ func (f *follower) whileStaking(ctx context.Context, res *WorkloadResult) {
 	}
 	c := &comparer{t: f.t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), rep: f.rep}
 	c.validators(ctx, "while staking")
+	p, err := stakerPotentials(ctx, c.node, res)
+	if err != nil {
+		f.rep.check("P validators while staking", "potential rewards", []string{err.Error()})
+	}
+	f.potential = p
 }
 
 // waitServed waits until p serves every chain's tip.
@@ -442,7 +450,7 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	start := time.Now()
 	known := knownFindings(res)
 	f.rep.known = known
-	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: f.rep}
+	c := &comparer{t: t, n: f.n, res: res, pf: f.pf.url, node: f.n.L1NodeURI(), tips: tips, rep: f.rep, potential: f.potential}
 	c.platformRPC(ctx)
 	c.blocksAndWrappers(ctx)
 	c.utxos(ctx)
@@ -453,6 +461,12 @@ func (f *follower) verify(t *testing.T, res *WorkloadResult) {
 	c.evmBlocks(ctx)
 	c.validators(ctx, "after the workload")
 	c.pxTxs(ctx)
+	if in, err := newTxInspector(ctx, c); err != nil {
+		c.rep.check("P/X/C tx details", "node decoders", []string{err.Error()})
+	} else {
+		c.pxTxDetails(ctx, in)
+		c.cAtomicTxs(ctx, in)
+	}
 	c.l1Validators(ctx)
 	for _, s := range []string{
 		"ERC-721/1155 of the L1 (the workload deploys none there) and NFT metadata (no node counterpart)",

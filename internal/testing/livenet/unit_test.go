@@ -96,3 +96,42 @@ func TestSignWarp(t *testing.T) {
 		t.Fatal("aggregate signature does not verify")
 	}
 }
+
+// TestCompareUTXOs: the tx-detail comparison of UTXOs finds every
+// difference of owners, amount or presence, and only those (the node's
+// chain alias on addresses and a served amount of an NFT are no difference).
+func TestCompareUTXOs(t *testing.T) {
+	served := func(addrs []any, threshold, amount string) map[string]any {
+		return map[string]any{"txHash": "tx1", "outputIndex": "0", "assetId": "a", "amount": amount,
+			"addresses": addrs, "threshold": threshold, "platformLocktime": "0"}
+	}
+	node := nodeUTXO{tx: "tx1", index: "0", asset: "a", amount: "5", owner: ownerText(1, 0, []string{"P-custom1b", "P-custom1a"})}
+	nft := node
+	nft.amount = ""
+	for _, tc := range []struct {
+		name  string
+		want  []nodeUTXO
+		got   []map[string]any
+		diffs int
+	}{
+		{"equal, aliases stripped, addresses in any order", []nodeUTXO{node}, []map[string]any{served([]any{"custom1a", "custom1b"}, "1", "5")}, 0},
+		{"other address", []nodeUTXO{node}, []map[string]any{served([]any{"custom1a", "custom1c"}, "1", "5")}, 1},
+		{"other threshold", []nodeUTXO{node}, []map[string]any{served([]any{"custom1a", "custom1b"}, "2", "5")}, 1},
+		{"other amount", []nodeUTXO{node}, []map[string]any{served([]any{"custom1a", "custom1b"}, "1", "6")}, 1},
+		{"not served", []nodeUTXO{node}, nil, 1},
+		{"served, unknown to the node", nil, []map[string]any{served([]any{"custom1a"}, "1", "5")}, 1},
+		{"NFT: no amount on the node", []nodeUTXO{nft}, []map[string]any{served([]any{"custom1a", "custom1b"}, "1", "")}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var list []any
+			for _, g := range tc.got {
+				list = append(list, g)
+			}
+			want, got := map[string]string{}, map[string]string{}
+			compareUTXOs("emitted", tc.want, servedUTXOList(map[string]any{"emittedUtxos": list}, "emittedUtxos"), want, got)
+			if d := diffFields(got, want); len(d) != tc.diffs {
+				t.Errorf("%d differences, want %d: %v", len(d), tc.diffs, d)
+			}
+		})
+	}
+}
