@@ -57,10 +57,7 @@ func TPSPage(ctx context.Context, db *store.DB, chain string, iv Interval, span 
 	if n <= 0 || n > MaxPoints {
 		return nil, 0, false, fmt.Errorf("metrics: page of %d points", n)
 	}
-	starts := make([]int64, 0, n)
-	for t := from; t >= lo && len(starts) < n; t = iv.Prev(t) {
-		starts = append(starts, t)
-	}
+	starts := intervalStarts(iv, lo, from, n)
 	if len(starts) == 0 {
 		return []Point{}, 0, false, nil
 	}
@@ -90,6 +87,16 @@ func TPSPage(ctx context.Context, db *store.DB, chain string, iv Interval, span 
 	}
 	next = iv.Prev(oldest)
 	return pts, next, next >= lo, nil
+}
+
+// intervalStarts lists up to n interval starts from from down to lo, newest
+// first.
+func intervalStarts(iv Interval, lo, from int64, n int) []int64 {
+	starts := make([]int64, 0, min(n, 256))
+	for t := from; t >= lo && len(starts) < n; t = iv.Prev(t) {
+		starts = append(starts, t)
+	}
+	return starts
 }
 
 type bucketCount struct {

@@ -51,6 +51,7 @@ type Rollup struct {
 	inner   ingest.Indexer
 	now     func() time.Time
 	nft     holderWriter
+	evm     evmRollup
 	pending pendingCounts
 }
 
@@ -118,6 +119,7 @@ func (r *Rollup) DerivedTables() []string {
 	out = append(out, rollupTables...)
 	if r.kind == KindEVM {
 		out = append(out, nftTables...)
+		out = append(out, evmTables...)
 	}
 	return out
 }
@@ -173,6 +175,7 @@ func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) err
 		if err := r.nft.touch(ctx, tx, r.chain, int64(b.Height)); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, b.Height, err)
 		}
+		r.evm.note(int64(b.Height))
 	}
 	return nil
 }
@@ -208,6 +211,10 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 		if err := r.nft.flush(ctx, tx, r.chain); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, p.height, err)
 		}
+		defer r.evm.reset()
+		if err := r.evm.flush(ctx, tx, r.chain); err != nil {
+			return fmt.Errorf("metrics %s: block %d: chain metrics: %w", r.chain, p.height, err)
+		}
 	}
 	return nil
 }
@@ -217,5 +224,6 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 func (r *Rollup) Discard() {
 	r.pending.reset()
 	r.nft.discard()
+	r.evm.reset()
 	ingest.Discard(r.inner)
 }
