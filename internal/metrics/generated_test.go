@@ -19,18 +19,18 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
-// tableDump reads every row of the rollup tables, as text, in key order.
+// tableDump reads every row of the rollup tables, as text, sorted.
 func tableDump(t *testing.T, db *store.DB) map[string][]string {
 	t.Helper()
+	return dumpTables(t, db, append(append([]string(nil), rollupTables...), nftTables...)...)
+}
+
+// dumpTables reads every row of tables, as text, sorted.
+func dumpTables(t *testing.T, db *store.DB, tables ...string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	for table, order := range map[string]string{
-		"metrics_chains":          "chain_key",
-		"metrics_tx_hourly":       "chain_key, bucket",
-		"metrics_tx_daily":        "chain_key, bucket",
-		"metrics_nft_holders":     "chain_key, token, holder",
-		"metrics_nft_collections": "chain_key, token",
-	} {
-		rows, err := db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY "+order)
+	for _, table := range tables {
+		rows, err := db.QueryContext(context.Background(), "SELECT * FROM "+table)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +47,7 @@ func tableDump(t *testing.T, db *store.DB) map[string][]string {
 			out[table] = append(out[table], fmt.Sprint(vals...))
 		}
 		rows.Close()
+		sort.Strings(out[table])
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package metrics_test
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,271 +13,60 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testing/chainmetrics"
 )
 
 // The expectations here are recomputed from the real node's answers in the
 // recording (eth_getBlockByNumber with full txs, eth_getBlockReceipts), never
-// from the index: txs, gas, prices and statuses from the receipts, parties
-// from the txs and the ERC-20/721/1155 transfer logs.
+// from the index (internal/testing/chainmetrics).
 
-const (
-	topicTransfer       = "0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef"
-	topicTransferSingle = "0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62"
-	topicTransferBatch  = "0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb"
-	zeroAddress         = "0x0000000000000000000000000000000000000000"
-)
-
-// The published document's ChainMetric and ChainRollingWindowMetric enums.
-var (
-	chainMetrics = []string{"activeAddresses", "activeSenders", "cumulativeTxCount", "cumulativeAddresses",
-		"cumulativeContracts", "cumulativeDeployers", "contracts", "deployers", "gasUsed", "txCount", "avgGps",
-		"maxGps", "avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid"}
-	rollingMetrics = []string{"gasUsed", "txCount", "avgGps", "maxGps", "avgTps", "maxTps", "avgGasPrice",
-		"maxGasPrice", "feesPaid", "contracts", "deployers", "activeAddresses", "activeSenders"}
-)
-
-type oTx struct {
-	from, to string
-	gasUsed  int64
-	price    *big.Int
-	created  bool // a successful top-level contract creation
-}
-
-type oBlock struct {
-	number, ms int64
-	txs        []oTx
-	transfers  [][2]string // from, to
-}
-
-func hexInt(t *testing.T, s string) int64 {
+// recordedEVM reads the C-chain's recorded blocks and receipts.
+func recordedEVM(t *testing.T) oracle {
 	t.Helper()
-	v, err := strconv.ParseInt(strings.TrimPrefix(s, "0x"), 16, 64)
-	if err != nil {
-		t.Fatalf("hex %q: %v", s, err)
-	}
-	return v
-}
-
-func topicAddr(topic string) string { return "0x" + topic[len(topic)-40:] }
-
-// recordedEVM reads the C-chain's recorded blocks and receipts, ascending.
-func recordedEVM(t *testing.T) []oBlock {
-	t.Helper()
-	type rcpt struct {
-		From              string `json:"from"`
-		To                string `json:"to"`
-		GasUsed           string `json:"gasUsed"`
-		EffectiveGasPrice string `json:"effectiveGasPrice"`
-		Status            string `json:"status"`
-		ContractAddress   string `json:"contractAddress"`
-		Logs              []struct {
-			Topics []string `json:"topics"`
-		} `json:"logs"`
-	}
-	blocks := map[int64]*oBlock{}
-	receipts := map[int64][]rcpt{}
+	blocks, receipts := map[int64]json.RawMessage{}, map[int64]json.RawMessage{}
 	for _, l := range devnet.LoadRPC(t, devnet.CRPC) {
 		var params []json.RawMessage
 		if json.Unmarshal(l.Params, &params) != nil || len(params) == 0 || len(l.Response.Result) == 0 {
 			continue
 		}
-		switch l.Method {
-		case "eth_getBlockByNumber":
-			if len(params) < 2 || string(params[1]) != "true" {
-				continue
-			}
-			var b struct {
-				Number       string `json:"number"`
-				Timestamp    string `json:"timestamp"`
-				TimestampMs  string `json:"timestampMilliseconds"`
-				Transactions []json.RawMessage
-			}
-			if err := json.Unmarshal(l.Response.Result, &b); err != nil {
-				t.Fatal(err)
-			}
-			n := hexInt(t, b.Number)
-			ms := hexInt(t, b.Timestamp) * 1000
-			if b.TimestampMs != "" {
-				ms = hexInt(t, b.TimestampMs)
-			}
-			blocks[n] = &oBlock{number: n, ms: ms}
-		case "eth_getBlockReceipts":
-			var rs []rcpt
-			if err := json.Unmarshal(l.Response.Result, &rs); err != nil {
-				t.Fatal(err)
-			}
-			var p string
-			if json.Unmarshal(params[0], &p) != nil {
-				continue
-			}
-			receipts[hexInt(t, p)] = rs
-		}
-	}
-	var out []oBlock
-	for n := int64(0); blocks[n] != nil; n++ {
-		b := blocks[n]
-		for _, r := range receipts[n] {
-			price, ok := new(big.Int).SetString(strings.TrimPrefix(r.EffectiveGasPrice, "0x"), 16)
-			if !ok {
-				t.Fatalf("block %d: price %q", n, r.EffectiveGasPrice)
-			}
-			b.txs = append(b.txs, oTx{from: strings.ToLower(r.From), to: strings.ToLower(r.To), gasUsed: hexInt(t, r.GasUsed),
-				price: price, created: r.Status == "0x1" && r.ContractAddress != ""})
-			for _, lg := range r.Logs {
-				switch {
-				case len(lg.Topics) >= 3 && lg.Topics[0] == topicTransfer:
-					b.transfers = append(b.transfers, [2]string{topicAddr(lg.Topics[1]), topicAddr(lg.Topics[2])})
-				case len(lg.Topics) == 4 && (lg.Topics[0] == topicTransferSingle || lg.Topics[0] == topicTransferBatch):
-					// One party pair per log; a batch's ids share it.
-					b.transfers = append(b.transfers, [2]string{topicAddr(lg.Topics[2]), topicAddr(lg.Topics[3])})
-				}
-			}
-		}
-		out = append(out, *b)
-	}
-	if len(out) < 30 {
-		t.Fatalf("recording has %d C-chain blocks with full txs", len(out))
-	}
-	return out
-}
-
-// oracle computes every metric over a set of blocks, from its definition
-// in docs/metrics.md.
-type oracle struct{ blocks []oBlock }
-
-func counted(a string) bool { return a != "" && a != zeroAddress }
-
-// window folds the blocks with time in [from, to) (unix seconds); all is
-// every block before to (for the cumulative metrics).
-func (o oracle) window(metric string, from, to int64) float64 {
-	var txs, gas, contracts int64
-	fees, priceSum, maxPrice := new(big.Int), new(big.Int), new(big.Int)
-	var maxTPS, maxGPS float64
-	var lastMs int64
-	active, senders, deployers := map[string]bool{}, map[string]bool{}, map[string]bool{}
-	everActive, everDeployers := map[string]bool{}, map[string]bool{}
-	var cumTxs, cumContracts int64
-	for i, b := range o.blocks {
-		sec := b.ms / 1000
-		if sec >= to {
-			break
-		}
-		in := sec >= from
-		var blockGas int64
-		for _, tx := range b.txs {
-			blockGas += tx.gasUsed
-			cumTxs++
-			for _, a := range []string{tx.from, tx.to} {
-				if counted(a) {
-					everActive[a] = true
-					if in {
-						active[a] = true
-					}
-				}
-			}
-			if in && counted(tx.from) {
-				senders[tx.from] = true
-			}
-			if tx.created {
-				cumContracts++
-				everDeployers[tx.from] = true
-				if in {
-					contracts++
-					deployers[tx.from] = true
-				}
-			}
-			if in {
-				txs++
-				priceSum.Add(priceSum, tx.price)
-				fees.Add(fees, new(big.Int).Mul(tx.price, big.NewInt(tx.gasUsed)))
-				if tx.price.Cmp(maxPrice) > 0 {
-					maxPrice.Set(tx.price)
-				}
-			}
-		}
-		for _, tr := range b.transfers {
-			for _, a := range tr {
-				if counted(a) {
-					everActive[a] = true
-					if in {
-						active[a] = true
-					}
-				}
-			}
-			if in && counted(tr[0]) {
-				senders[tr[0]] = true
-			}
-		}
-		if !in {
+		var n string
+		if json.Unmarshal(params[0], &n) != nil {
 			continue
 		}
-		gas += blockGas
-		lastMs = b.ms
-		if i > 0 {
-			d := float64(max(b.ms-o.blocks[i-1].ms, 1))
-			maxTPS = max(maxTPS, float64(len(b.txs))*1000/d)
-			maxGPS = max(maxGPS, float64(blockGas)*1000/d)
+		h, err := strconv.ParseInt(strings.TrimPrefix(n, "0x"), 16, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case l.Method == "eth_getBlockByNumber" && len(params) == 2 && string(params[1]) == "true":
+			blocks[h] = l.Response.Result
+		case l.Method == "eth_getBlockReceipts":
+			receipts[h] = l.Response.Result
 		}
 	}
-	perSec := func(n int64) float64 {
-		if n == 0 {
-			return 0
+	var o oracle
+	for n := int64(0); blocks[n] != nil; n++ {
+		b, err := chainmetrics.Parse(blocks[n], receipts[n])
+		if err != nil {
+			t.Fatal(err)
 		}
-		return float64(n) / max(float64(lastMs-from*1000)/1000, 1)
+		o.Blocks = append(o.Blocks, b)
 	}
-	ratio := func(v *big.Int, n int64) float64 {
-		if n == 0 {
-			return 0
-		}
-		f, _ := new(big.Rat).SetFrac(v, big.NewInt(n)).Float64()
-		return f
+	if len(o.Blocks) < 30 {
+		t.Fatalf("recording has %d C-chain blocks with full txs", len(o.Blocks))
 	}
-	switch metric {
-	case "activeAddresses":
-		return float64(len(active))
-	case "activeSenders":
-		return float64(len(senders))
-	case "cumulativeTxCount":
-		return float64(cumTxs)
-	case "cumulativeAddresses":
-		return float64(len(everActive))
-	case "cumulativeContracts":
-		return float64(cumContracts)
-	case "cumulativeDeployers":
-		return float64(len(everDeployers))
-	case "contracts":
-		return float64(contracts)
-	case "deployers":
-		return float64(len(deployers))
-	case "gasUsed":
-		return float64(gas)
-	case "txCount":
-		return float64(txs)
-	case "avgGps":
-		return perSec(gas)
-	case "maxGps":
-		return maxGPS
-	case "avgTps":
-		return perSec(txs)
-	case "maxTps":
-		return maxTPS
-	case "avgGasPrice":
-		return ratio(priceSum, txs)
-	case "maxGasPrice":
-		return ratio(maxPrice, 1)
-	case "feesPaid":
-		return ratio(fees, 1)
-	}
-	panic(metric)
+	return o
 }
+
+type oracle struct{ chainmetrics.Oracle }
 
 // series is the expected answer: every interval overlapping [start, tip]
 // from the first block's on, newest first.
 func (o oracle) series(metric, iv string, start int64) []metrics.Point {
-	first, tip := o.blocks[0].ms/1000, o.blocks[len(o.blocks)-1].ms/1000
+	first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
 	out := []metrics.Point{}
 	for s := floorOf(iv, tip); s >= floorOf(iv, max(first, start)); s = step(iv, s, -1) {
-		out = append(out, metrics.Point{Timestamp: s, Value: o.window(metric, s, step(iv, s, 1))})
+		out = append(out, metrics.Point{Timestamp: s, Value: o.Window(metric, s, step(iv, s, 1))})
 	}
 	return out
 }
@@ -328,10 +116,10 @@ func TestEVMMetricsMatchRecording(t *testing.T) {
 	for _, backend := range storetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			s := newServer(t, backend)
-			o := oracle{recordedEVM(t)}
-			block1 := o.blocks[1].ms / 1000
+			o := recordedEVM(t)
+			block1 := o.Blocks[1].Ms / 1000
 			nonzero := map[string]bool{}
-			for _, m := range chainMetrics {
+			for _, m := range chainmetrics.ChainMetrics {
 				for _, iv := range []string{"hour", "day", "week", "month"} {
 					start := block1 - 3*86400 // the genesis block is years earlier
 					if iv == "month" {
@@ -348,7 +136,7 @@ func TestEVMMetricsMatchRecording(t *testing.T) {
 				q := url.Values{"timeInterval": {"hour"}, "startTimestamp": {fmt.Sprint(block1)}, "pageSize": {"1"}}
 				samePoints(t, m+" one per page", s.walkMetric(t, "c-chain", m, q), o.series(m, "hour", block1))
 			}
-			for _, m := range chainMetrics {
+			for _, m := range chainmetrics.ChainMetrics {
 				if !nonzero[m] {
 					t.Errorf("%s is 0 everywhere: the recording should exercise it", m)
 				}
@@ -363,8 +151,8 @@ func TestRollingWindowsMatchRecording(t *testing.T) {
 	for _, backend := range storetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			s := newServer(t, backend)
-			o := oracle{recordedEVM(t)}
-			first, tip := o.blocks[0].ms/1000, o.blocks[len(o.blocks)-1].ms/1000
+			o := recordedEVM(t)
+			first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
 			hour, day := floorOf("hour", tip), floorOf("day", tip)
 			windows := []struct {
 				name string
@@ -374,7 +162,7 @@ func TestRollingWindowsMatchRecording(t *testing.T) {
 				{"lastMonth", step("day", day, -29)}, {"last90Days", step("day", day, -89)},
 				{"lastYear", step("day", day, -364)}, {"allTime", first},
 			}
-			for _, m := range rollingMetrics {
+			for _, m := range chainmetrics.RollingMetrics {
 				var r struct {
 					Result map[string]float64 `json:"result"`
 				}
@@ -384,7 +172,7 @@ func TestRollingWindowsMatchRecording(t *testing.T) {
 					if (m == "activeAddresses" || m == "activeSenders") && i >= 3 {
 						break
 					}
-					want[w.name] = o.window(m, w.from, tip+1)
+					want[w.name] = o.Window(m, w.from, tip+1)
 				}
 				if fmt.Sprint(r.Result) != fmt.Sprint(want) {
 					t.Errorf("%s: %v, want %v", m, r.Result, want)
