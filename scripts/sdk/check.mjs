@@ -245,6 +245,11 @@ const cases = {
       .map((metric) => ({ chainId: facts.chainId, metric })),
     { chainId: "12345", metric: "txCount", expect: "error" },
   ],
+  metricsChainsListTokenHoldersAboveThreshold: [
+    { chainId: facts.chainId, address: c.erc20, threshold: "1", pageSize: 1 },
+    { chainId: facts.chainId, address: c.erc721, threshold: "1", startTimestamp: 1, endTimestamp: 4102444800 },
+    { chainId: facts.chainId, address: c.erc1155, threshold: "1", expect: "error" },
+  ],
 };
 // Operations whose route is still to be built, by issue.
 const pending = {};

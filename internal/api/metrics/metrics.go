@@ -52,6 +52,7 @@ const (
 	RouteGetChain       = "GET /v2/chains/{chainId}"
 	RouteEVMMetrics     = "GET /v2/chains/{chainId}/metrics/{metric}"
 	RouteRollingMetrics = "GET /v2/chains/{chainId}/rollingWindowMetrics/{metric}"
+	RouteTokenBalances  = "GET /v2/chains/{chainId}/contracts/{address}/balances"
 )
 
 // Page sizes (spec 4.5, 8; the metrics API's pageSize bounds).
@@ -109,6 +110,7 @@ func Register(mux *api.Mux, d Deps) {
 	handleV2(mux, RouteGetChain, api.Free, h.getChain)
 	handleV2(mux, RouteEVMMetrics, api.Small, h.evmMetrics)
 	handleV2(mux, RouteRollingMetrics, api.Small, h.rollingMetrics)
+	handleV2(mux, RouteTokenBalances, api.XL, h.tokenBalances)
 }
 
 type handlers struct{ d Deps }

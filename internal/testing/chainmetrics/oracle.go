@@ -37,6 +37,15 @@ type Block struct {
 	Txs        []Tx
 	Transfers  [][2]string
 	Nested     []string
+	// Moves are the block's ERC-20 and ERC-721 Transfer logs, with amounts
+	// (an ERC-721 token counts 1).
+	Moves []Move
+}
+
+// Move is one Transfer log of a token.
+type Move struct {
+	Token, From, To string
+	Amount          *big.Int
 }
 
 func hexInt(s string) (int64, error) {
@@ -79,7 +88,9 @@ func Parse(block, receipts json.RawMessage) (Block, error) {
 		Status            string `json:"status"`
 		ContractAddress   string `json:"contractAddress"`
 		Logs              []struct {
-			Topics []string `json:"topics"`
+			Address string   `json:"address"`
+			Topics  []string `json:"topics"`
+			Data    string   `json:"data"`
 		} `json:"logs"`
 	}
 	if len(receipts) > 0 && string(receipts) != "null" {
@@ -102,6 +113,14 @@ func Parse(block, receipts json.RawMessage) (Block, error) {
 			switch {
 			case len(lg.Topics) >= 3 && lg.Topics[0] == topicTransfer:
 				out.Transfers = append(out.Transfers, [2]string{topicAddr(lg.Topics[1]), topicAddr(lg.Topics[2])})
+				amount := big.NewInt(1)
+				if len(lg.Topics) == 3 {
+					if _, ok := amount.SetString(strings.TrimPrefix(lg.Data, "0x"), 16); !ok {
+						return Block{}, fmt.Errorf("block %d: transfer amount %q", out.Number, lg.Data)
+					}
+				}
+				out.Moves = append(out.Moves, Move{Token: strings.ToLower(lg.Address), From: topicAddr(lg.Topics[1]),
+					To: topicAddr(lg.Topics[2]), Amount: amount})
 			case len(lg.Topics) == 4 && (lg.Topics[0] == topicTransferSingle || lg.Topics[0] == topicTransferBatch):
 				out.Transfers = append(out.Transfers, [2]string{topicAddr(lg.Topics[2]), topicAddr(lg.Topics[3])})
 			}
@@ -249,3 +268,48 @@ var (
 	RollingMetrics = []string{"gasUsed", "txCount", "avgGps", "maxGps", "avgTps", "maxTps", "avgGasPrice",
 		"maxGasPrice", "feesPaid", "contracts", "deployers", "activeAddresses", "activeSenders"}
 )
+
+// HeldAbove is the addresses whose balance of token was >= threshold after
+// startBlock (the opening balance) or after some block in (startBlock,
+// endBlock], among those a transfer touched by endBlock, with their balance
+// after endBlock: replayed from the Transfer logs.
+func (o Oracle) HeldAbove(token string, threshold *big.Int, startBlock, endBlock int64) map[string]string {
+	bal := map[string]*big.Int{}
+	held := map[string]bool{}
+	check := func(a string) {
+		if bal[a].Cmp(threshold) >= 0 {
+			held[a] = true
+		}
+	}
+	for _, b := range o.Blocks {
+		if b.Number > endBlock {
+			break
+		}
+		for _, m := range b.Moves {
+			if m.Token != token {
+				continue
+			}
+			for _, a := range []string{m.From, m.To} {
+				if a != zeroAddress && bal[a] == nil {
+					bal[a] = new(big.Int)
+				}
+			}
+			if m.From != zeroAddress {
+				bal[m.From].Sub(bal[m.From], m.Amount)
+			}
+			if m.To != zeroAddress {
+				bal[m.To].Add(bal[m.To], m.Amount)
+			}
+		}
+		if b.Number >= startBlock {
+			for a := range bal {
+				check(a)
+			}
+		}
+	}
+	out := map[string]string{}
+	for a := range held {
+		out[a] = bal[a].String()
+	}
+	return out
+}
