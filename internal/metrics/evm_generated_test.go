@@ -144,5 +144,20 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 		if after := dumpTables(t, db, evmTables...); !reflect.DeepEqual(before, after) || len(before["metrics_evm_buckets"]) == 0 {
 			t.Errorf("reindex changed the chain metrics rollups (%d bucket rows before, %d after)", len(before["metrics_evm_buckets"]), len(after["metrics_evm_buckets"]))
 		}
+		// A backfill from the indexed rows (no rollup rows yet) writes the same rows.
+		for _, table := range evmTables {
+			if _, err := db.ExecContext(ctx, `DELETE FROM `+table); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := BackfillEVM(ctx, db, "C", 77); err != nil || n != int64(len(blocks)) {
+			t.Fatalf("backfill: %d blocks, %v", n, err)
+		}
+		if after := dumpTables(t, db, evmTables...); !reflect.DeepEqual(before, after) {
+			t.Errorf("backfill wrote other chain metrics rows (%d bucket rows before, %d after)", len(before["metrics_evm_buckets"]), len(after["metrics_evm_buckets"]))
+		}
+		if n, err := BackfillEVM(ctx, db, "C", 77); err != nil || n != 0 {
+			t.Errorf("a second backfill: %d blocks, %v (want none: the rows exist)", n, err)
+		}
 	})
 }
