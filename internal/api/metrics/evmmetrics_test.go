@@ -1,18 +1,24 @@
 package metrics_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testenv"
 	"github.com/permafrost-dev/permafrost/internal/testing/chainmetrics"
 )
 
@@ -20,28 +26,56 @@ import (
 // recording (eth_getBlockByNumber with full txs, eth_getBlockReceipts), never
 // from the index (internal/testing/chainmetrics).
 
-// recordedEVM reads the C-chain's recorded blocks and receipts.
+// recordedEVM reads devnet-a's C-chain blocks and receipts.
 func recordedEVM(t *testing.T) oracle {
 	t.Helper()
-	blocks, receipts := map[int64]json.RawMessage{}, map[int64]json.RawMessage{}
-	for _, l := range devnet.LoadRPC(t, devnet.CRPC) {
-		var params []json.RawMessage
-		if json.Unmarshal(l.Params, &params) != nil || len(params) == 0 || len(l.Response.Result) == 0 {
-			continue
-		}
-		var n string
-		if json.Unmarshal(params[0], &n) != nil {
-			continue
-		}
-		h, err := strconv.ParseInt(strings.TrimPrefix(n, "0x"), 16, 64)
+	return recordedChain(t, devnet.Dir(t), false)
+}
+
+// recordedChain reads the C-chain's recorded blocks and receipts of the
+// recording in dir (rpc/ext_bc_C_rpc.jsonl) and, with traces, the
+// contracts its recorded call traces created inside txs
+// (rpc/ext_bc_C_debug.jsonl, callTracer answers).
+func recordedChain(t *testing.T, dir string, traces bool) oracle {
+	t.Helper()
+	blocks, receipts, traced := map[int64]json.RawMessage{}, map[int64]json.RawMessage{}, map[int64]json.RawMessage{}
+	files := []string{"ext_bc_C_rpc.jsonl"}
+	if traces {
+		files = append(files, "ext_bc_C_debug.jsonl")
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, "rpc", f))
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		switch {
-		case l.Method == "eth_getBlockByNumber" && len(params) == 2 && string(params[1]) == "true":
-			blocks[h] = l.Response.Result
-		case l.Method == "eth_getBlockReceipts":
-			receipts[h] = l.Response.Result
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			var l devnet.Exchange
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			if err := json.Unmarshal(line, &l); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			var params []json.RawMessage
+			if json.Unmarshal(l.Params, &params) != nil || len(params) == 0 || len(l.Response.Result) == 0 {
+				continue
+			}
+			var n string
+			if json.Unmarshal(params[0], &n) != nil {
+				continue
+			}
+			h, err := strconv.ParseInt(strings.TrimPrefix(n, "0x"), 16, 64)
+			if err != nil {
+				continue
+			}
+			switch {
+			case l.Method == "eth_getBlockByNumber" && len(params) == 2 && string(params[1]) == "true":
+				blocks[h] = l.Response.Result
+			case l.Method == "eth_getBlockReceipts":
+				receipts[h] = l.Response.Result
+			case l.Method == "debug_traceBlockByNumber" && len(params) == 2 && strings.Contains(string(params[1]), `"callTracer"`):
+				traced[h] = l.Response.Result
+			}
 		}
 	}
 	var o oracle
@@ -50,10 +84,15 @@ func recordedEVM(t *testing.T) oracle {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if traces && traced[n] != nil { // the genesis block has no trace
+			if b.Nested, err = chainmetrics.NestedCreators(traced[n]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		o.Blocks = append(o.Blocks, b)
 	}
 	if len(o.Blocks) < 30 {
-		t.Fatalf("recording has %d C-chain blocks with full txs", len(o.Blocks))
+		t.Fatalf("%s has %d C-chain blocks with full txs", dir, len(o.Blocks))
 	}
 	return o
 }
@@ -303,5 +342,36 @@ func TestV2MetricsErrors(t *testing.T) {
 	for _, c := range cases {
 		code, body := s.get(t, c.target)
 		checkError(t, code, body, c.status, c.want)
+	}
+}
+
+// devnet-c was indexed with call traces: contracts created by contracts
+// count, their creator (the factory) is a deployer. Every metric at day and
+// hour equals its recomputation from the recorded blocks, receipts and
+// callTracer answers.
+func TestEVMMetricsTracedDevnetC(t *testing.T) {
+	dir := filepath.Join(devnet.Root(t), "testdata", "devnet-c")
+	o := recordedChain(t, dir, true)
+	nested := 0
+	for _, b := range o.Blocks {
+		nested += len(b.Nested)
+	}
+	if nested == 0 {
+		t.Fatal("devnet-c's traces create no contract inside a tx: the test would prove nothing")
+	}
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			e := testenv.Index(t, dir, backend, source.TracesAuto)
+			mux := api.NewMux(discard())
+			metrics.Register(mux, metrics.Deps{DB: e.DB, Network: e.Network, Log: discard()})
+			s := &server{mux: mux}
+			start := o.Blocks[1].Ms/1000 - 86400
+			for _, m := range chainmetrics.ChainMetrics {
+				for _, iv := range []string{"hour", "day"} {
+					q := url.Values{"timeInterval": {iv}, "startTimestamp": {fmt.Sprint(start)}, "pageSize": {"2160"}}
+					samePoints(t, m+" "+iv, s.walkMetric(t, "77777", m, q), o.series(m, iv, start))
+				}
+			}
+		})
 	}
 }

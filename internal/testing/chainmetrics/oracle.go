@@ -313,3 +313,38 @@ func (o Oracle) HeldAbove(token string, threshold *big.Int, startBlock, endBlock
 	}
 	return out
 }
+
+type frame struct {
+	Type  string  `json:"type"`
+	From  string  `json:"from"`
+	Error string  `json:"error"`
+	Calls []frame `json:"calls"`
+}
+
+// NestedCreators reads a debug_traceBlockByNumber callTracer answer and
+// returns the creator (frame "from") of every CREATE, CREATE2 or CREATE3
+// frame below a tx's top frame that did not revert: neither it nor a frame
+// above it (the tx included) failed.
+func NestedCreators(result json.RawMessage) ([]string, error) {
+	var txs []struct {
+		Result frame `json:"result"`
+	}
+	if err := json.Unmarshal(result, &txs); err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	var out []string
+	var walk func(f frame, depth int, failed bool)
+	walk = func(f frame, depth int, failed bool) {
+		failed = failed || f.Error != ""
+		if depth > 0 && !failed && strings.HasPrefix(f.Type, "CREATE") {
+			out = append(out, strings.ToLower(f.From))
+		}
+		for _, c := range f.Calls {
+			walk(c, depth+1, failed)
+		}
+	}
+	for _, tx := range txs {
+		walk(tx.Result, 0, false)
+	}
+	return out, nil
+}
