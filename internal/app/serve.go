@@ -57,7 +57,10 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger, cmd string
 	if err == nil {
 		var set *chains.Set
 		if set, err = chains.Build(ctx, opts); err == nil {
-			return db, w, set, nil
+			// Chain metrics of blocks indexed before their rollups existed (issue #21).
+			if err = backfillChainMetrics(ctx, db, set, log); err == nil {
+				return db, w, set, nil
+			}
 		}
 	}
 	w.Release()

@@ -13,7 +13,8 @@ import (
 // metrics_evm_seen) of an EVM chain whose blocks were indexed before those
 // rollups existed (an index made before migration 0120, or a dataset written
 // by the bare EVM indexer), from the rows already indexed: the same rollup
-// as ingestion, batch blocks per store transaction, in block order. It does
+// as ingestion, batch blocks at a time, in block order, in one store
+// transaction. It does
 // nothing when the chain already has chain-metrics rows, and adds the
 // chain's span to metrics_chains when it has none. It must not run while
 // the chain is being indexed (`permafrost reindex` rebuilds everything
@@ -34,13 +35,15 @@ func BackfillEVM(ctx context.Context, db *store.DB, chain string, batch int) (in
 	if n > 0 || !hi.Valid {
 		return 0, nil
 	}
+	// One transaction: an interrupted backfill leaves no rows, so the next
+	// start backfills again (a partial one would look complete).
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
 	var e evmRollup
 	for from := lo.Int64; from <= hi.Int64; from += int64(batch) {
 		to := min(from+int64(batch)-1, hi.Int64)
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			return 0, err
-		}
 		for h := from; h <= to; h++ {
 			e.note(h)
 		}
@@ -50,13 +53,14 @@ func BackfillEVM(ctx context.Context, db *store.DB, chain string, batch int) (in
 			tx.Rollback()
 			return 0, fmt.Errorf("metrics %s: backfill blocks %d..%d: %w", chain, from, to, err)
 		}
-		if err := tx.Commit(); err != nil {
-			return 0, fmt.Errorf("metrics %s: backfill blocks %d..%d: %w", chain, from, to, err)
-		}
 	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO metrics_chains (chain_key, first_time, tip_time, tip_height, updated_at)
+	if _, err := tx.Exec(ctx, `INSERT INTO metrics_chains (chain_key, first_time, tip_time, tip_height, updated_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (chain_key) DO NOTHING`, chain, first.Int64, tip.Int64, hi.Int64, time.Now().Unix()); err != nil {
+		tx.Rollback()
 		return 0, fmt.Errorf("metrics %s: backfill span: %w", chain, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("metrics %s: backfill: %w", chain, err)
 	}
 	return hi.Int64 - lo.Int64 + 1, nil
 }
