@@ -1,7 +1,9 @@
 // Package metrics keeps the metrics service's rollups as blocks are indexed
 // and reads them back: transactions per hour and per day of every chain
-// (average TPS) and the current holders of every NFT contract of EVM chains
-// with their token counts (nfts:listHolders).
+// (average TPS), the current holders of every NFT contract of EVM chains
+// with their token counts (nfts:listHolders), and the EVM chain metrics of
+// the Metrics API v2 per hour, day, week and month with exact distinct
+// address counts (evmrollup.go, evmquery.go; docs/metrics.md).
 //
 // The rollups are written by a decorator around each chain's indexer, inside
 // the block's own store transaction: they are derived tables like any other,

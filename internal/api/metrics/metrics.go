@@ -1,6 +1,11 @@
 // Package metrics serves the metrics service: average transactions per
-// second per chain (GET /v1/avg_tps/{chainId}) and the current holders of an
-// NFT contract (GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders).
+// second per chain (GET /v1/avg_tps/{chainId}), the current holders of an
+// NFT contract (GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders),
+// and the Metrics API v2 of EVM chains (chains.go: /v2/chains, health;
+// evmmetrics.go: every chain metric per interval and rolling windows;
+// balances.go: token holders above a threshold over time; shared series
+// plumbing for v2 routes in v2.go). The v2 metrics' definitions are in
+// docs/metrics.md.
 //
 // No authentication; every route is rate limited per client IP by the guard
 // (api.RouteOpts.PerIP), errors are ErrorBody with message as an array of
