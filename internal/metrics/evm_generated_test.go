@@ -66,13 +66,15 @@ func applyBlocks(t *testing.T, db *store.DB, ix ingest.Indexer, blocks []ingest.
 	}
 }
 
-func newEVMRollup(t *testing.T, g *evm.Generator) ingest.Indexer {
+// newEVMRollup is the real EVM indexer of g's chain wrapped by the rollup,
+// its lastRun clock stopped at clock.
+func newEVMRollup(t *testing.T, g *evm.Generator, clock time.Time) ingest.Indexer {
 	t.Helper()
 	inner, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return WithRollup("C", KindEVM, inner, WithClock(func() time.Time { return time.Unix(1_800_000_000, 0) }))
+	return WithRollup("C", KindEVM, inner, WithClock(func() time.Time { return clock }))
 }
 
 // Every metric at every interval over months of generated blocks (written
@@ -98,7 +100,7 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 	first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		applyBlocks(t, db, newEVMRollup(t, g), blocks, 37, 1, 64, 5)
+		applyBlocks(t, db, newEVMRollup(t, g, time.Unix(1_800_000_000, 0)), blocks, 37, 1, 64, 5)
 		counts := map[Interval]int{}
 		for _, metric := range chainmetrics.ChainMetrics {
 			for _, iv := range evmKinds {
@@ -138,7 +140,7 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 		}
 		// Reindex from the raw blocks rebuilds exactly the same rows.
 		before := dumpTables(t, db, evmTables...)
-		if err := ingest.Reindex(ctx, db, []ingest.Chain{{Key: "C", Kind: "EVM", Indexer: newEVMRollup(t, g)}}, 50, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		if err := ingest.Reindex(ctx, db, []ingest.Chain{{Key: "C", Kind: "EVM", Indexer: newEVMRollup(t, g, time.Unix(1_800_000_000, 0))}}, 50, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			t.Fatal(err)
 		}
 		if after := dumpTables(t, db, evmTables...); !reflect.DeepEqual(before, after) || len(before["metrics_evm_buckets"]) == 0 {

@@ -248,16 +248,8 @@ func windowValue(ctx context.Context, db *store.DB, chain, metric string, k Inte
 	var t EVMBucket
 	for i := range rows {
 		b := &rows[i]
-		t.Txs += b.Txs
-		t.GasUsed += b.GasUsed
-		t.Fees.Add(&t.Fees, &b.Fees)
-		t.PriceSum.Add(&t.PriceSum, &b.PriceSum)
-		if b.MaxPrice.Cmp(&t.MaxPrice) > 0 {
-			t.MaxPrice.Set(&b.MaxPrice)
-		}
-		t.MaxTPS, t.MaxGPS = max(t.MaxTPS, b.MaxTPS), max(t.MaxGPS, b.MaxGPS)
-		t.Contracts += b.Contracts
-		t.LastMs = max(t.LastMs, b.LastMs)
+		t.add(b)
+		// One row's distinct counts are the window's; more are counted below.
 		t.Active, t.Senders, t.Deployers = b.Active, b.Senders, b.Deployers
 		t.CumDeployers = b.CumDeployers
 	}

@@ -48,6 +48,21 @@ type EVMBucket struct {
 	CumDeployers    int64
 }
 
+// add folds o's sums and maxima into b: everything but the distinct counts
+// (which do not add up across intervals) and the cumulative totals.
+func (b *EVMBucket) add(o *EVMBucket) {
+	b.Txs += o.Txs
+	b.GasUsed += o.GasUsed
+	b.Fees.Add(&b.Fees, &o.Fees)
+	b.PriceSum.Add(&b.PriceSum, &o.PriceSum)
+	if o.MaxPrice.Cmp(&b.MaxPrice) > 0 {
+		b.MaxPrice.Set(&o.MaxPrice)
+	}
+	b.MaxTPS, b.MaxGPS = max(b.MaxTPS, o.MaxTPS), max(b.MaxGPS, o.MaxGPS)
+	b.Contracts += o.Contracts
+	b.LastMs = max(b.LastMs, o.LastMs)
+}
+
 type bucketKey struct {
 	kind   Interval
 	bucket int64
@@ -497,19 +512,11 @@ func (e *evmRollup) writeKind(ctx context.Context, tx *store.Tx, chain string, k
 		case stored && s == prevBucket:
 			p := row
 			row = &last
-			row.Txs += p.Txs
-			row.GasUsed += p.GasUsed
-			row.Fees.Add(&row.Fees, &p.Fees)
-			row.PriceSum.Add(&row.PriceSum, &p.PriceSum)
-			if p.MaxPrice.Cmp(&row.MaxPrice) > 0 {
-				row.MaxPrice.Set(&p.MaxPrice)
-			}
-			row.MaxTPS, row.MaxGPS = max(row.MaxTPS, p.MaxTPS), max(row.MaxGPS, p.MaxGPS)
-			row.Contracts += p.Contracts
+			row.add(p)
+			// The batch's counts are of addresses new to the interval.
 			row.Active += p.Active
 			row.Senders += p.Senders
 			row.Deployers += p.Deployers
-			row.LastMs = max(row.LastMs, p.LastMs)
 			cum[0] += p.Txs
 			cum[2] += p.Contracts
 		case stored && s < prevBucket:
