@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -266,7 +265,7 @@ func windowValue(ctx context.Context, db *store.DB, chain, metric string, k Inte
 		}
 	}
 	if role != 0 && len(rows) > 1 {
-		n, err := countDistinct(ctx, db, chain, role, k, rows)
+		n, err := countDistinct(ctx, db, chain, role, start)
 		if err != nil {
 			return 0, err
 		}
@@ -275,21 +274,13 @@ func windowValue(ctx context.Context, db *store.DB, chain, metric string, k Inte
 	return EVMValue(metric, &t, start, &t), nil
 }
 
-// countDistinct counts the distinct addresses in role over the rows'
-// intervals of kind k.
-func countDistinct(ctx context.Context, db *store.DB, chain string, role int, k Interval, rows []EVMBucket) (int64, error) {
-	var b strings.Builder
-	args := []any{chain, role, int(k)}
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "$%d", len(args)+1)
-		args = append(args, r.Bucket)
-	}
+// countDistinct counts the distinct addresses in role since start (unix
+// seconds): those whose newest time is at or after it, the chain's newest
+// block being the window's end.
+func countDistinct(ctx context.Context, db *store.DB, chain string, role int, start int64) (int64, error) {
 	var n int64
-	err := db.QueryRowContext(ctx, `SELECT COUNT(DISTINCT address) FROM metrics_evm_seen
-		WHERE chain_key = $1 AND role = $2 AND kind = $3 AND bucket IN (`+b.String()+`)`, args...).Scan(&n)
+	err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM metrics_evm_last
+		WHERE chain_key = $1 AND role = $2 AND last_ms >= $3`, chain, role, start*1000).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("metrics: count distinct addresses: %w", err)
 	}

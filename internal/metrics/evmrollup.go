@@ -29,7 +29,7 @@ const kindEver = 0
 var evmKinds = [...]Interval{Hour, Day, Week, Month}
 
 // evmTables are the EVM metrics rollups.
-var evmTables = []string{"metrics_evm_buckets", "metrics_evm_seen"}
+var evmTables = []string{"metrics_evm_buckets", "metrics_evm_seen", "metrics_evm_last"}
 
 // EVMBucket is one row of metrics_evm_buckets: an interval's totals.
 type EVMBucket struct {
@@ -78,6 +78,7 @@ type evmRollup struct {
 	buckets map[bucketKey]*EVMBucket
 	sets    map[seenKey]map[string]struct{} // (role, kind, bucket) -> addresses
 	ever    map[int]map[string]int64        // role -> address -> time of its first block in the batch
+	last    map[int]map[string]int64        // role -> address -> time of its newest block in the batch
 }
 
 type seenKey struct {
@@ -98,6 +99,7 @@ func (e *evmRollup) reset() {
 	clear(e.buckets)
 	clear(e.sets)
 	clear(e.ever)
+	clear(e.last)
 }
 
 const (
@@ -155,6 +157,7 @@ func (e *evmRollup) collect(ctx context.Context, tx *store.Tx, chain string) err
 		e.buckets = map[bucketKey]*EVMBucket{}
 		e.sets = map[seenKey]map[string]struct{}{}
 		e.ever = map[int]map[string]int64{}
+		e.last = map[int]map[string]int64{}
 	}
 	blocks := map[int64]*blockInfo{}
 	rows, err := tx.Query(ctx, selEVMBlocks, chain, e.lo-1, e.hi)
@@ -239,6 +242,12 @@ func (e *evmRollup) see(role int, a []byte, ms int64) {
 		}
 		s[string(a)] = struct{}{}
 	}
+	last, ok := e.last[role]
+	if !ok {
+		last = map[string]int64{}
+		e.last[role] = last
+	}
+	last[string(a)] = max(last[string(a)], ms)
 	if role == roleSender {
 		return
 	}
@@ -482,6 +491,36 @@ func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 	for _, k := range evmKinds {
 		if err := e.writeKind(ctx, tx, chain, k, newAddrs, newDeployers); err != nil {
 			return err
+		}
+	}
+	for _, role := range []int{roleActive, roleSender, roleDeployer} {
+		if err := writeLast(ctx, tx, chain, role, e.last[role]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeLast moves the addresses' newest times in role forward.
+func writeLast(ctx context.Context, tx *store.Tx, chain string, role int, last map[string]int64) error {
+	addrs := slices.Sorted(maps.Keys(last))
+	for i := 0; i < len(addrs); i += seenPerStatement {
+		chunk := addrs[i:min(i+seenPerStatement, len(addrs))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO metrics_evm_last (chain_key, role, address, last_ms) VALUES `)
+		args := make([]any, 0, 2+2*len(chunk))
+		args = append(args, chain, role)
+		for j, a := range chunk {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "($1, $2, $%d, $%d)", 3+2*j, 4+2*j)
+			args = append(args, []byte(a), last[a])
+		}
+		b.WriteString(` ON CONFLICT (chain_key, role, address) DO UPDATE SET last_ms = CASE
+			WHEN excluded.last_ms > metrics_evm_last.last_ms THEN excluded.last_ms ELSE metrics_evm_last.last_ms END`)
+		if _, err := tx.Exec(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("write newest times: %w", err)
 		}
 	}
 	return nil

@@ -36,8 +36,7 @@ CREATE TABLE IF NOT EXISTS metrics_evm_buckets (
 -- active address, 2 sender, 3 deployer); kind 0 bucket 0 is "ever" (roles 1
 -- and 3), whose new rows are the cumulative counts' increments. Inserting with
 -- ON CONFLICT DO NOTHING says exactly which addresses are new, so a count is
--- never recomputed from the blocks. Hourly rows also serve the rolling-window
--- distinct counts.
+-- never recomputed from the blocks.
 CREATE TABLE IF NOT EXISTS metrics_evm_seen (
     chain_key  TEXT NOT NULL,
     role       INTEGER NOT NULL,
