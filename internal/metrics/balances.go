@@ -40,68 +40,50 @@ func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, 
 // token's holders (by the balances' token index) joined with their history
 // up to endBlock.
 func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, threshold *big.Int, startBlock, endBlock int64) ([]HeldBalance, error) {
-	// CROSS JOIN: SQLite then drives from the token's holders (an index
-	// range, in holder order) into each one's history (a primary-key range,
-	// in block order), rather than scanning the chain's whole history, and
-	// needs no sort; PostgreSQL plans it as a join.
-	rows, err := db.QueryContext(ctx, `SELECT h.holder, h.block_number, h.balance
-		FROM evm_token_balances b CROSS JOIN evm_token_balance_history h
-		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
-		AND h.chain_key = b.chain_key AND h.holder = b.holder AND h.erc_type = b.erc_type AND h.token = b.token
-		AND h.token_id = b.token_id AND h.block_number <= $4
-		ORDER BY b.holder, h.block_number`, chain, store.Hex(token), ercType, endBlock)
+	// Per holder of the token (an index range): its balance after endBlock
+	// and after startBlock (primary-key seeks of its history), and whether
+	// some balance of the range reached the threshold, compared as stored
+	// decimals (a longer number is larger; equal lengths compare as text;
+	// a negative balance, from a token whose logs lie, holds nothing), which
+	// stops at the first such row. Placeholders are numbered in order of
+	// first use, as the store requires.
+	const hist = `FROM evm_token_balance_history h WHERE h.chain_key = b.chain_key AND h.holder = b.holder
+		AND h.erc_type = b.erc_type AND h.token = b.token AND h.token_id = b.token_id`
+	thr := threshold.String()
+	rows, err := db.QueryContext(ctx, `SELECT b.holder,
+		(SELECT h.balance `+hist+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1),
+		(SELECT h.balance `+hist+` AND h.block_number <= $2 ORDER BY h.block_number DESC LIMIT 1),
+		EXISTS (SELECT 1 `+hist+` AND h.block_number > $2 AND h.block_number <= $1 AND h.balance NOT LIKE '-%'
+			AND (LENGTH(h.balance) > $3 OR (LENGTH(h.balance) = $3 AND h.balance >= $4)))
+		FROM evm_token_balances b
+		WHERE b.chain_key = $5 AND b.token = $6 AND b.erc_type = $7 AND b.token_id = ''`,
+		endBlock, startBlock, len(thr), thr, chain, store.Hex(token), ercType)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 	}
 	defer rows.Close()
-	thr := threshold.String()
-	// atLeast compares stored decimals without parsing them: a longer
-	// number is larger, equal lengths compare as text; negative balances
-	// (a token whose logs lie) hold nothing.
 	atLeast := func(v string) bool {
-		if strings.HasPrefix(v, "-") {
-			return false
-		}
-		return len(v) > len(thr) || (len(v) == len(thr) && v >= thr)
+		return !strings.HasPrefix(v, "-") && (len(v) > len(thr) || (len(v) == len(thr) && v >= thr))
 	}
 	var out []HeldBalance
-	var cur, opening, latest string
-	held := false
-	finish := func() error {
-		if cur == "" || !(held || (opening != "" && atLeast(opening))) {
-			return nil
-		}
-		v, ok := new(big.Int).SetString(latest, 10)
-		if !ok {
-			return fmt.Errorf("metrics: stored balance of %s in %s is %q", cur, token, latest)
-		}
-		out = append(out, HeldBalance{Address: cur, Balance: v})
-		return nil
-	}
-	var holder, bal string
-	var block int64
 	for rows.Next() {
-		if err := rows.Scan(store.ScanHex(&holder), &block, &bal); err != nil {
+		var holder string
+		var latest, opening sql.NullString
+		var held bool
+		if err := rows.Scan(store.ScanHex(&holder), &latest, &opening, &held); err != nil {
 			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 		}
-		if holder != cur {
-			if err := finish(); err != nil {
-				return nil, err
-			}
-			cur, opening, held = holder, "", false
+		if !latest.Valid || !(held || (opening.Valid && atLeast(opening.String))) {
+			continue
 		}
-		latest = bal
-		if block <= startBlock {
-			opening = bal // the balance the range opens with, once the last such row is seen
-		} else if !held && atLeast(bal) {
-			held = true
+		v, ok := new(big.Int).SetString(latest.String, 10)
+		if !ok {
+			return nil, fmt.Errorf("metrics: stored balance of %s in %s is %q", holder, token, latest.String)
 		}
+		out = append(out, HeldBalance{Address: holder, Balance: v})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
-	}
-	if err := finish(); err != nil {
-		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if c := out[i].Balance.Cmp(out[j].Balance); c != 0 {
