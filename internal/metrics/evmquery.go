@@ -129,12 +129,9 @@ func readBuckets(ctx context.Context, db *store.DB, chain string, k Interval, fr
 // lo (both interval starts). Intervals without a block are 0 (cumulative
 // metrics: the total so far). next and more are as for TPSPage.
 func EVMPage(ctx context.Context, db *store.DB, chain, metric string, iv Interval, lo, from int64, n int) (pts []Point, next int64, more bool, err error) {
-	if n <= 0 || n > MaxPoints {
-		return nil, 0, false, fmt.Errorf("metrics: page of %d points", n)
-	}
-	starts := intervalStarts(iv, lo, from, n)
-	if len(starts) == 0 {
-		return []Point{}, 0, false, nil
+	starts, err := intervalStarts(iv, lo, from, n)
+	if err != nil || len(starts) == 0 {
+		return []Point{}, 0, false, err
 	}
 	oldest, newest := starts[len(starts)-1], starts[0]
 	before, rows, err := readBuckets(ctx, db, chain, iv, oldest, iv.Next(newest))

@@ -64,29 +64,13 @@ func (h *handlers) evmMetrics(r *http.Request) (any, error) {
 	if err := h.continueSeries(ctx, p, RouteEVMMetrics, &q, chain.Key, metric); err != nil {
 		return nil, err
 	}
-	resp := &MetricsResponse{Results: []Point{}}
-	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, chain.Key)
+	pts, tok, _, err := h.seriesPage(ctx, RouteEVMMetrics, q, func(_ rollup.ChainSpan, lo, from int64) ([]rollup.Point, int64, bool, error) {
+		return rollup.EVMPage(ctx, h.d.DB, chain.Key, metric, q.Iv, lo, from, q.Size)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return resp, nil // nothing indexed yet
-	}
-	lo, from, ok := q.window(span.FirstTime, span.TipTime)
-	if !ok {
-		return resp, nil
-	}
-	pts, next, more, err := rollup.EVMPage(ctx, h.d.DB, chain.Key, metric, q.Iv, lo, from, q.Size)
-	if err != nil {
-		return nil, err
-	}
-	for _, pt := range pts {
-		resp.Results = append(resp.Results, Point{Timestamp: pt.Timestamp, Value: pt.Value})
-	}
-	if resp.NextPageToken, err = h.nextToken(ctx, RouteEVMMetrics, q, next, more); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return &MetricsResponse{Results: pts, NextPageToken: tok}, nil
 }
 
 // rollingMetrics answers GET /v2/chains/{chainId}/rollingWindowMetrics/{metric}:

@@ -46,28 +46,11 @@ func (h *handlers) avgTPS(r *http.Request) (any, error) {
 		return nil, err
 	}
 
-	resp := &TPSResponse{Results: []Point{}, Status: http.StatusOK}
-	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, chain.Key)
+	pts, tok, span, err := h.seriesPage(ctx, RouteAvgTPS, q, func(span rollup.ChainSpan, lo, from int64) ([]rollup.Point, int64, bool, error) {
+		return rollup.TPSPage(ctx, h.d.DB, chain.Key, q.Iv, span, lo, from, q.Size)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return resp, nil // nothing indexed yet
-	}
-	resp.LastRun = span.UpdatedAt
-	lo, from, ok := q.window(span.FirstTime, span.TipTime)
-	if !ok {
-		return resp, nil
-	}
-	pts, next, more, err := rollup.TPSPage(ctx, h.d.DB, chain.Key, q.Iv, span, lo, from, q.Size)
-	if err != nil {
-		return nil, err
-	}
-	for _, pt := range pts {
-		resp.Results = append(resp.Results, Point{Timestamp: pt.Timestamp, Value: pt.Value})
-	}
-	if resp.NextPageToken, err = h.nextToken(ctx, RouteAvgTPS, q, next, more); err != nil {
-		return nil, err
-	}
-	return resp, nil
+	return &TPSResponse{Results: pts, Status: http.StatusOK, LastRun: span.UpdatedAt, NextPageToken: tok}, nil
 }

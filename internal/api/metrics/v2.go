@@ -134,6 +134,36 @@ func (h *handlers) nextToken(ctx context.Context, route string, q seriesQuery, n
 	return h.d.Tokens.Save(ctx, route, c)
 }
 
+// pageFunc computes a page of points from `from` down to `lo` (interval
+// starts) of a chain whose rollups span span; next and more are where the
+// following page starts and whether there is one.
+type pageFunc func(span rollup.ChainSpan, lo, from int64) (pts []rollup.Point, next int64, more bool, err error)
+
+// seriesPage answers a series request q of route with page: no points
+// before the chain's first indexed block or when q's range holds no
+// interval, else the page and the token of the next. span is the chain's
+// (zero before its first block).
+func (h *handlers) seriesPage(ctx context.Context, route string, q seriesQuery, page pageFunc) (pts []Point, token string, span rollup.ChainSpan, err error) {
+	pts = []Point{}
+	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, q.Chain)
+	if err != nil || !ok {
+		return pts, "", span, err
+	}
+	lo, from, ok := q.window(span.FirstTime, span.TipTime)
+	if !ok {
+		return pts, "", span, nil
+	}
+	got, next, more, err := page(span, lo, from)
+	if err != nil {
+		return nil, "", span, err
+	}
+	for _, pt := range got {
+		pts = append(pts, Point{Timestamp: pt.Timestamp, Value: pt.Value})
+	}
+	token, err = h.nextToken(ctx, route, q, next, more)
+	return pts, token, span, err
+}
+
 // handleV2 registers a Metrics API v2 route: rate limited per client IP at
 // the document's execution weight, errors in the metrics shape.
 func handleV2(mux *api.Mux, route string, w api.Weight, h api.Handler) {
