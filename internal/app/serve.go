@@ -57,7 +57,10 @@ func start(ctx context.Context, cfg *config.Config, log *slog.Logger, cmd string
 	if err == nil {
 		var set *chains.Set
 		if set, err = chains.Build(ctx, opts); err == nil {
-			return db, w, set, nil
+			// Chain metrics of blocks indexed before their rollups existed (issue #21).
+			if err = backfillChainMetrics(ctx, db, set, log); err == nil {
+				return db, w, set, nil
+			}
 		}
 	}
 	w.Release()
@@ -365,7 +368,8 @@ func buildAPI(ctx context.Context, cfg *config.Config, db *store.DB, set *chains
 
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),
 		Node: primarydata.NewRPCNodeView(set.Node, 0), Prices: enr, AVAXAssetID: set.Genesis.AvaxAssetID.String()})
-	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log})
+	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log,
+		Health: guard.Health()}) // Health: /v2/health-check, /v2/live-check (issue #21)
 	balanceNodes := &balanceNodes{set: set, log: log, nodes: map[string]*source.EVM{}}
 	closers = append(closers, balanceNodes.close)
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health(),

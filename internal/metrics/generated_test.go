@@ -19,18 +19,18 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
-// tableDump reads every row of the rollup tables, as text, in key order.
+// tableDump reads every row of the rollup tables, as text, sorted.
 func tableDump(t *testing.T, db *store.DB) map[string][]string {
 	t.Helper()
+	return dumpTables(t, db, append(append([]string(nil), rollupTables...), nftTables...)...)
+}
+
+// dumpTables reads every row of tables, as text, sorted.
+func dumpTables(t *testing.T, db *store.DB, tables ...string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
-	for table, order := range map[string]string{
-		"metrics_chains":          "chain_key",
-		"metrics_tx_hourly":       "chain_key, bucket",
-		"metrics_tx_daily":        "chain_key, bucket",
-		"metrics_nft_holders":     "chain_key, token, holder",
-		"metrics_nft_collections": "chain_key, token",
-	} {
-		rows, err := db.QueryContext(context.Background(), "SELECT * FROM "+table+" ORDER BY "+order)
+	for _, table := range tables {
+		rows, err := db.QueryContext(context.Background(), "SELECT * FROM "+table)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,6 +47,7 @@ func tableDump(t *testing.T, db *store.DB) map[string][]string {
 			out[table] = append(out[table], fmt.Sprint(vals...))
 		}
 		rows.Close()
+		sort.Strings(out[table])
 	}
 	return out
 }
@@ -61,33 +62,8 @@ func TestRollupGeneratedChain(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		g := evm.NewGenerator(7, 30)
-		inner, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
 		clock := time.Unix(1_800_000_000, 0)
-		ix := WithRollup("C", KindEVM, inner, WithClock(func() time.Time { return clock }))
-		for i := 0; i < len(blocks); i += 50 {
-			tx, err := db.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, b := range blocks[i:min(i+50, len(blocks))] {
-				if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ('C',$1,$2,$3,$4)`,
-					int64(b.Height), b.Hash, b.Timestamp, b.Bytes); err != nil {
-					t.Fatal(err)
-				}
-				if err := ix.Apply(ctx, tx, b); err != nil {
-					t.Fatalf("block %d: %v", b.Height, err)
-				}
-			}
-			if err := ingest.Flush(ctx, ix, tx); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-		}
+		applyBlocks(t, db, newEVMRollup(t, g, clock), blocks, 50)
 
 		// Holders from ERC-721 ownership, independent of evm_token_balances.
 		rows, err := db.QueryContext(ctx, `SELECT token, owner FROM evm_nft_tokens WHERE chain_key = 'C' AND erc_type = 'ERC-721'`)
@@ -167,11 +143,7 @@ func TestRollupGeneratedChain(t *testing.T) {
 		}
 
 		// Reindex from the raw blocks rebuilds exactly the same rollups.
-		inner2, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ix2 := WithRollup("C", KindEVM, inner2, WithClock(func() time.Time { return clock }))
+		ix2 := newEVMRollup(t, g, clock)
 		if err := ingest.Reindex(ctx, db, []ingest.Chain{{Key: "C", Kind: "EVM", Indexer: ix2}}, 64, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			t.Fatal(err)
 		}

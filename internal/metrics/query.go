@@ -54,15 +54,9 @@ const MaxPoints = 2160
 // next is the start of the interval after the last returned one (older), and
 // more says whether it is still >= lo.
 func TPSPage(ctx context.Context, db *store.DB, chain string, iv Interval, span ChainSpan, lo, from int64, n int) (pts []Point, next int64, more bool, err error) {
-	if n <= 0 || n > MaxPoints {
-		return nil, 0, false, fmt.Errorf("metrics: page of %d points", n)
-	}
-	starts := make([]int64, 0, n)
-	for t := from; t >= lo && len(starts) < n; t = iv.Prev(t) {
-		starts = append(starts, t)
-	}
-	if len(starts) == 0 {
-		return []Point{}, 0, false, nil
+	starts, err := intervalStarts(iv, lo, from, n)
+	if err != nil || len(starts) == 0 {
+		return []Point{}, 0, false, err
 	}
 	oldest, newest := starts[len(starts)-1], starts[0]
 	counts, err := bucketCounts(ctx, db, chain, iv, oldest, iv.Next(newest))
@@ -90,6 +84,19 @@ func TPSPage(ctx context.Context, db *store.DB, chain string, iv Interval, span 
 	}
 	next = iv.Prev(oldest)
 	return pts, next, next >= lo, nil
+}
+
+// intervalStarts lists up to n (1..MaxPoints) interval starts from from
+// down to lo, newest first.
+func intervalStarts(iv Interval, lo, from int64, n int) ([]int64, error) {
+	if n <= 0 || n > MaxPoints {
+		return nil, fmt.Errorf("metrics: page of %d points", n)
+	}
+	starts := make([]int64, 0, min(n, 256))
+	for t := from; t >= lo && len(starts) < n; t = iv.Prev(t) {
+		starts = append(starts, t)
+	}
+	return starts, nil
 }
 
 type bucketCount struct {

@@ -1,7 +1,9 @@
 // Package metrics keeps the metrics service's rollups as blocks are indexed
 // and reads them back: transactions per hour and per day of every chain
-// (average TPS) and the current holders of every NFT contract of EVM chains
-// with their token counts (nfts:listHolders).
+// (average TPS), the current holders of every NFT contract of EVM chains
+// with their token counts (nfts:listHolders), and the EVM chain metrics of
+// the Metrics API v2 per hour, day, week and month with exact distinct
+// address counts (evmrollup.go, evmquery.go; docs/metrics.md).
 //
 // The rollups are written by a decorator around each chain's indexer, inside
 // the block's own store transaction: they are derived tables like any other,
@@ -51,6 +53,7 @@ type Rollup struct {
 	inner   ingest.Indexer
 	now     func() time.Time
 	nft     holderWriter
+	evm     evmRollup
 	pending pendingCounts
 }
 
@@ -118,6 +121,7 @@ func (r *Rollup) DerivedTables() []string {
 	out = append(out, rollupTables...)
 	if r.kind == KindEVM {
 		out = append(out, nftTables...)
+		out = append(out, evmTables...)
 	}
 	return out
 }
@@ -173,6 +177,7 @@ func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) err
 		if err := r.nft.touch(ctx, tx, r.chain, int64(b.Height)); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, b.Height, err)
 		}
+		r.evm.note(int64(b.Height))
 	}
 	return nil
 }
@@ -208,6 +213,10 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 		if err := r.nft.flush(ctx, tx, r.chain); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, p.height, err)
 		}
+		defer r.evm.reset()
+		if err := r.evm.flush(ctx, tx, r.chain); err != nil {
+			return fmt.Errorf("metrics %s: block %d: chain metrics: %w", r.chain, p.height, err)
+		}
 	}
 	return nil
 }
@@ -217,5 +226,6 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 func (r *Rollup) Discard() {
 	r.pending.reset()
 	r.nft.discard()
+	r.evm.reset()
 	ingest.Discard(r.inner)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/replay"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -133,4 +134,64 @@ func Devnet(t testing.TB, backend string) *Env {
 	e := &Env{DB: db, Network: network, Pager: pager, Chains: set, NodeURL: url, Dir: DevnetDir(t)}
 	envs[backend] = e
 	return e
+}
+
+var recordings struct {
+	mu   sync.Mutex
+	urls map[string]string // recording dir -> replay node URL
+}
+
+// ReplayRecording starts (once per test binary and directory) a replay node
+// of the recording in dir on 127.0.0.1 and returns its base URL.
+func ReplayRecording(t testing.TB, dir string) string {
+	t.Helper()
+	recordings.mu.Lock()
+	defer recordings.mu.Unlock()
+	if u, ok := recordings.urls[dir]; ok {
+		return u
+	}
+	rec, err := replay.Load(dir)
+	if err != nil {
+		t.Fatalf("testenv: replay %s: %v", dir, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: replay.NewHandler(rec), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l) //nolint:errcheck // lives as long as the test binary
+	if recordings.urls == nil {
+		recordings.urls = map[string]string{}
+	}
+	recordings.urls[dir] = "http://" + l.Addr().String()
+	return recordings.urls[dir]
+}
+
+// Index indexes the recording in dir (e.g. testdata/devnet-c) into a fresh
+// database of the backend, fetching call traces as traces says, and returns
+// it (not shared: each call indexes anew).
+func Index(t *testing.T, dir, backend string, traces source.TraceMode) *Env {
+	t.Helper()
+	url := ReplayRecording(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	db := storetest.Open(t, storetest.DSNFor(t, backend))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(dir, "genesis.json"), Log: log,
+		BatchSize: 16, RPCBatch: 5, RPCConcurrency: 2, Traces: traces})
+	if err != nil {
+		t.Fatalf("testenv: build chains: %v", err)
+	}
+	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
+		t.Fatalf("testenv: ingest: %v", err)
+	}
+	network, err := api.LoadNetwork(ctx, db, "testnet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pager, err := api.LoadPager(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{DB: db, Network: network, Pager: pager, Chains: set, NodeURL: url, Dir: dir}
 }

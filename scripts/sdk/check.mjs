@@ -224,6 +224,34 @@ const cases = {
   webhooksAddressesAdd: [],
   webhooksAddressesList: [],
   webhooksAddressesRemove: [],
+
+  // Metrics API v2, EVM chains (issue #21 part A). The SDK 0.13 enums lack
+  // the document's contracts/deployers (ChainMetric) and contracts,
+  // deployers, activeAddresses, activeSenders (ChainRollingWindowMetric): its
+  // request validation refuses them, so only the SDK's values are sent here
+  // (the Go tests cover the rest against the document).
+  metricsHealthCheck: [{}],
+  metricsChainsList: [{}, { network: "testnet" }, { network: "mainnet" }],
+  metricsChainsGet: [{ chainId: facts.chainId }, { chainId: "12345", expect: "error" }],
+  metricsChainsGetMetrics: [
+    ...["activeAddresses", "activeSenders", "cumulativeTxCount", "cumulativeAddresses", "cumulativeContracts",
+      "cumulativeDeployers", "gasUsed", "txCount", "avgGps", "maxGps", "avgTps", "maxTps", "avgGasPrice", "maxGasPrice",
+      "feesPaid"].map((metric) => ({ chainId: facts.chainId, metric, pageSize: 2 })),
+    ...["hour", "day", "week", "month"].map((timeInterval) => ({ chainId: facts.chainId, metric: "txCount", timeInterval, pageSize: 3 })),
+    { chainId: facts.chainId, metric: "avgTps", timeInterval: "month", startTimestamp: 1, endTimestamp: 4102444800 },
+    { chainId: "12345", metric: "txCount", expect: "error" },
+    { chainId: facts.chainId, metric: "txCount", startTimestamp: 20, endTimestamp: 10, expect: "error" },
+  ],
+  metricsChainsGetRollingWindowMetrics: [
+    ...["gasUsed", "txCount", "avgGps", "maxGps", "avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid"]
+      .map((metric) => ({ chainId: facts.chainId, metric })),
+    { chainId: "12345", metric: "txCount", expect: "error" },
+  ],
+  metricsChainsListTokenHoldersAboveThreshold: [
+    { chainId: facts.chainId, address: c.erc20, threshold: "1", pageSize: 1 },
+    { chainId: facts.chainId, address: c.erc721, threshold: "1", startTimestamp: 1, endTimestamp: 4102444800 },
+    { chainId: facts.chainId, address: c.erc1155, threshold: "1", expect: "error" },
+  ],
 };
 // Operations whose route is still to be built, by issue.
 const pending = {};

@@ -61,33 +61,51 @@ type Spec struct {
 	router routers.Router
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *Spec
-	loadErr  error
-)
+// MetricsDocPath is the Metrics API document's path relative to the module
+// root (the v2 metrics routes' contract).
+const MetricsDocPath = "internal/api/apidoc/published/metrics-api.2026-02.openapi.json"
+
+type loadedDoc struct {
+	once sync.Once
+	spec *Spec
+	err  error
+}
+
+var docs = map[string]*loadedDoc{DocPath: {}, MetricsDocPath: {}}
 
 // Load returns the document of the module holding the test (loaded once
 // per test binary); a load failure fails t.
 func Load(t testing.TB) *Spec {
 	t.Helper()
-	loadOnce.Do(func() {
+	return load(t, DocPath)
+}
+
+// LoadMetrics returns the Metrics API document, as Load.
+func LoadMetrics(t testing.TB) *Spec {
+	t.Helper()
+	return load(t, MetricsDocPath)
+}
+
+func load(t testing.TB, path string) *Spec {
+	t.Helper()
+	d := docs[path]
+	d.once.Do(func() {
 		root, err := devnet.FindRoot()
 		if err != nil {
-			loadErr = err
+			d.err = err
 			return
 		}
-		b, err := os.ReadFile(filepath.Join(root, DocPath))
+		b, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
-			loadErr = err
+			d.err = err
 			return
 		}
-		loaded, loadErr = Parse(b)
+		d.spec, d.err = Parse(b)
 	})
-	if loadErr != nil {
-		t.Fatalf("apitest: %v", loadErr)
+	if d.err != nil {
+		t.Fatalf("apitest: %s: %v", path, d.err)
 	}
-	return loaded
+	return d.spec
 }
 
 // Parse prepares a document (see the package comment for the changes).

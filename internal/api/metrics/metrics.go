@@ -1,6 +1,11 @@
 // Package metrics serves the metrics service: average transactions per
-// second per chain (GET /v1/avg_tps/{chainId}) and the current holders of an
-// NFT contract (GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders).
+// second per chain (GET /v1/avg_tps/{chainId}), the current holders of an
+// NFT contract (GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders),
+// and the Metrics API v2 of EVM chains (chains.go: /v2/chains, health;
+// evmmetrics.go: every chain metric per interval and rolling windows;
+// balances.go: token holders above a threshold over time; shared series
+// plumbing for v2 routes in v2.go). The v2 metrics' definitions are in
+// docs/metrics.md.
 //
 // No authentication; every route is rate limited per client IP by the guard
 // (api.RouteOpts.PerIP), errors are ErrorBody with message as an array of
@@ -43,6 +48,18 @@ const (
 	RouteListHolders = "GET /v2/chains/{chainId}/contracts/{address}/nfts:listHolders"
 )
 
+// Metrics API v2 routes of EVM chains (issue #21 part A; chains.go,
+// evmmetrics.go; shared series plumbing in v2.go).
+const (
+	RouteHealthCheck    = "GET /v2/health-check"
+	RouteLiveCheck      = "GET /v2/live-check"
+	RouteListChains     = "GET /v2/chains"
+	RouteGetChain       = "GET /v2/chains/{chainId}"
+	RouteEVMMetrics     = "GET /v2/chains/{chainId}/metrics/{metric}"
+	RouteRollingMetrics = "GET /v2/chains/{chainId}/rollingWindowMetrics/{metric}"
+	RouteTokenBalances  = "GET /v2/chains/{chainId}/contracts/{address}/balances"
+)
+
 // Page sizes (spec 4.5, 8; the metrics API's pageSize bounds).
 const (
 	tpsDefaultPageSize     = 100
@@ -65,6 +82,9 @@ type Deps struct {
 	// Now is the clock of the default Tokens. The answers themselves never
 	// read the wall clock: a series ends at the chain's newest indexed block.
 	Now func() time.Time
+	// Health judges /v2/health-check and /v2/live-check (the guard's,
+	// api.Guard.Health); nil: a judge with the default limits.
+	Health *api.Health
 }
 
 // Register adds the metrics routes to mux. Call it for the main listener's
@@ -80,10 +100,22 @@ func Register(mux *api.Mux, d Deps) {
 	if d.Log == nil {
 		d.Log = slog.New(slog.DiscardHandler)
 	}
+	if d.Health == nil {
+		d.Health = api.NewHealth(d.DB, api.DefaultLimits(), d.Now)
+	}
 	h := &handlers{d: d}
 	// Weights are the published API's execution weights (small, large).
 	mux.HandleGuarded(RouteAvgTPS, api.RouteOpts{Weight: api.Small, PerIP: true}, api.MessageArray, h.avgTPS)
 	mux.HandleGuarded(RouteListHolders, api.RouteOpts{Weight: api.Large, PerIP: true}, api.MessageArray, h.listHolders)
+
+	// Metrics API v2, EVM chains.
+	handleV2(mux, RouteHealthCheck, api.Free, h.healthCheck)
+	handleV2(mux, RouteLiveCheck, api.Free, h.liveCheck)
+	handleV2(mux, RouteListChains, api.Free, h.listChains)
+	handleV2(mux, RouteGetChain, api.Free, h.getChain)
+	handleV2(mux, RouteEVMMetrics, api.Small, h.evmMetrics)
+	handleV2(mux, RouteRollingMetrics, api.Small, h.rollingMetrics)
+	handleV2(mux, RouteTokenBalances, api.XL, h.tokenBalances)
 }
 
 type handlers struct{ d Deps }

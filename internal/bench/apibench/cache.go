@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -88,6 +89,10 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 	}
 	// New migrations (e.g. indexes added since the dataset was made) apply here.
 	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := c.backfillMetrics(ctx, db); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -224,6 +229,11 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		ds.Close()
 		return nil, err
 	}
+	if err := c.backfillMetrics(ctx, db); err != nil {
+		db.Close()
+		ds.Close()
+		return nil, err
+	}
 	// Statistics and visibility as autovacuum would have them after a load
 	// (and after a migration added indexes or rewrote rows: until vacuumed,
 	// the rewritten rows' pages are not all-visible and every index-only
@@ -327,4 +337,19 @@ func (p *pgCluster) createDB(ctx context.Context) error {
 func (p *pgCluster) stop() {
 	// Not tied to the run's context: the server must stop even after a cancel.
 	_ = p.run(context.Background(), "pg_ctl", "-D", filepath.Join(p.dir, "data"), "-m", "fast", "-w", "stop").Run()
+}
+
+// backfillMetrics rolls up the EVM chain metrics of a dataset written before
+// the rollups existed (the generator applies the bare EVM indexer): once per
+// cached database, from its indexed rows, as `serve` would have written them.
+func (c *Cache) backfillMetrics(ctx context.Context, db *store.DB) error {
+	start := time.Now()
+	n, err := metrics.BackfillEVM(ctx, db, "C", 500)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		c.Log.Info("chain metrics rolled up", "blocks", n, "elapsed", time.Since(start).Round(time.Second))
+	}
+	return nil
 }

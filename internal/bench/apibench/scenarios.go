@@ -13,6 +13,7 @@ import (
 	evmdata "github.com/permafrost-dev/permafrost/internal/api/data/evm"
 	primarydata "github.com/permafrost-dev/permafrost/internal/api/data/primary"
 	"github.com/permafrost-dev/permafrost/internal/api/icm"
+	apimetrics "github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
@@ -39,6 +40,7 @@ func Serve(ctx context.Context, db *store.DB, log *slog.Logger) (string, <-chan 
 	icm.Register(mux, icm.Deps{DB: db, Network: network, Pager: pager, Log: log})
 	primarydata.Register(mux, primarydata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
 	evmdata.Register(mux, evmdata.Deps{DB: db, Network: network, Pager: pager, Log: log, Health: guard.Health()})
+	apimetrics.Register(mux, apimetrics.Deps{DB: db, Network: network, Tokens: api.NewServerTokens(db, nil), Log: log, Health: guard.Health()})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -348,6 +350,34 @@ func Scenarios(m *Manifest) []Scenario {
 		}),
 		list("icm.addressMessages", func(r *rand.Rand) string {
 			return "/v1/icm/addresses/" + m.ICMAddresses[r.Intn(len(m.ICMAddresses))] + "/messages" + q("pageSize", pageSize(r, "10", "50"))
+		}),
+
+		// Metrics API v2, EVM chains (issue #21 part A): every metric at
+		// every interval, the rolling windows, the chain listing, and token
+		// holders above a threshold over a range.
+		list("metrics.chainMetrics", func(r *rand.Rand) string {
+			metric := oneOf(r, "activeAddresses", "activeSenders", "cumulativeTxCount", "cumulativeAddresses",
+				"cumulativeContracts", "cumulativeDeployers", "contracts", "deployers", "gasUsed", "txCount", "avgGps",
+				"maxGps", "avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid")
+			return "/v2/chains/" + m.EVMChainID + "/metrics/" + metric + q("timeInterval", oneOf(r, "hour", "hour", "day", "week", "month"),
+				"pageSize", pageSize(r, "10", "100", "2160"), "startTimestamp", maybe(r, 0.3, fmt.Sprint(1_700_000_000+r.Int63n(m.EVMBlocks*2))))
+		}),
+		get("metrics.rollingWindow", func(r *rand.Rand) string {
+			return "/v2/chains/" + m.EVMChainID + "/rollingWindowMetrics/" + oneOf(r, "gasUsed", "txCount", "avgGps", "maxGps",
+				"avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid", "contracts", "deployers", "activeAddresses", "activeSenders")
+		}),
+		get("metrics.chains", func(r *rand.Rand) string {
+			return oneOf(r, "/v2/chains", "/v2/chains/"+m.EVMChainID, "/v2/chains?network="+oneOf(r, "testnet", "mainnet"))
+		}),
+		list("metrics.tokenBalances", func(r *rand.Rand) string {
+			token := m.ERC20Hot[r.Intn(len(m.ERC20Hot))]
+			if r.Intn(2) == 0 {
+				token = pick(r, 0, nil, append(append([]string{}, m.ERC20Cold...), m.ERC721...))
+			}
+			from := 1_700_000_000 + r.Int63n(m.EVMBlocks*2)
+			return "/v2/chains/" + m.EVMChainID + "/contracts/" + token + "/balances" + q("threshold", oneOf(r, "1", "1000000000000000000"),
+				"pageSize", pageSize(r, "10", "100"), "startTimestamp", maybe(r, 0.5, fmt.Sprint(from)),
+				"endTimestamp", maybe(r, 0.5, fmt.Sprint(from+r.Int63n(86400))))
 		}),
 	}
 }

@@ -27,6 +27,7 @@ type Generator struct {
 	height     uint64
 	parent     common.Hash
 	time       uint64
+	spacing    uint64 // seconds between blocks
 
 	accounts []common.Address
 	nonces   []uint64
@@ -78,7 +79,7 @@ func NewGenerator(seed int64, txPerBlock int) *Generator {
 	if txPerBlock < 1 {
 		txPerBlock = 1
 	}
-	g := &Generator{rng: rand.New(rand.NewSource(seed)), txPerBlock: txPerBlock, time: 1_700_000_000}
+	g := &Generator{rng: rand.New(rand.NewSource(seed)), txPerBlock: txPerBlock, time: 1_700_000_000, spacing: 2}
 	g.accounts = make([]common.Address, genAccounts)
 	for i := range g.accounts {
 		g.rng.Read(g.accounts[i][:])
@@ -100,6 +101,10 @@ func NewGenerator(seed int64, txPerBlock int) *Generator {
 	g.ledger = g.Alloc()
 	return g
 }
+
+// SetSpacing sets the seconds between the next blocks (default 2): a wide
+// spacing spans weeks and months in a few hundred blocks.
+func (g *Generator) SetSpacing(seconds uint64) { g.spacing = seconds }
 
 // NewTracedGenerator is NewGenerator's chain with internal value transfers
 // and call traces: a quarter of the txs deposit into or withdraw from a
@@ -254,7 +259,7 @@ func (g *Generator) Next() ingest.RawBlock {
 	var hash common.Hash
 	g.rng.Read(hash[:])
 	if g.height > 0 {
-		g.time += 2
+		g.time += g.spacing
 	}
 	body := g.encode(hash, txs)
 	rb := ingest.RawBlock{Height: g.height, Hash: hexString(hash[:]), Bytes: body, Timestamp: int64(g.time)}

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/big"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/ava-labs/libevm/common"
 
@@ -26,10 +22,10 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/chains"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
-	"github.com/permafrost-dev/permafrost/internal/replay"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testenv"
 )
 
 // devnet-c's node ran with the debug-tracer API: its recorded
@@ -193,57 +189,10 @@ type devnetCIndex struct {
 	nodeURL string
 }
 
-var devnetCReplay struct {
-	url string
-	err error
-	ok  atomic.Bool
-}
-
-// startDevnetC starts the replay node of devnet-c (once per test binary).
-func startDevnetC(t testing.TB) string {
-	t.Helper()
-	if devnetCReplay.ok.Load() {
-		return devnetCReplay.url
-	}
-	rec, err := replay.Load(devnetCDir(t))
-	if err != nil {
-		t.Fatalf("replay devnet-c: %v", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: replay.NewHandler(rec), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l) //nolint:errcheck // lives as long as the test binary
-	devnetCReplay.url = "http://" + l.Addr().String()
-	devnetCReplay.ok.Store(true)
-	return devnetCReplay.url
-}
-
 func indexDevnetC(t *testing.T, backend string, traces source.TraceMode) *devnetCIndex {
 	t.Helper()
-	url := startDevnetC(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	db := storetest.Open(t, storetest.DSNFor(t, backend))
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(devnetCDir(t), "genesis.json"), Log: log,
-		BatchSize: 16, RPCBatch: 5, RPCConcurrency: 2, Traces: traces})
-	if err != nil {
-		t.Fatalf("build chains: %v", err)
-	}
-	if err := ingest.New(db, set.Chains, ingest.Options{UntilTip: true}, log).Run(ctx); err != nil {
-		t.Fatalf("ingest: %v", err)
-	}
-	network, err := api.LoadNetwork(ctx, db, "testnet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pager, err := api.LoadPager(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &devnetCIndex{db: db, network: network, pager: pager, set: set, nodeURL: url}
+	e := testenv.Index(t, devnetCDir(t), backend, traces)
+	return &devnetCIndex{db: e.DB, network: e.Network, pager: e.Pager, set: e.Chains, nodeURL: e.NodeURL}
 }
 
 // mux serves the EVM routes of the index with the given balance nodes.
