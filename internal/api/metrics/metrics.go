@@ -84,6 +84,27 @@ func Register(mux *api.Mux, d Deps) {
 	// Weights are the published API's execution weights (small, large).
 	mux.HandleGuarded(RouteAvgTPS, api.RouteOpts{Weight: api.Small, PerIP: true}, api.MessageArray, h.avgTPS)
 	mux.HandleGuarded(RouteListHolders, api.RouteOpts{Weight: api.Large, PerIP: true}, api.MessageArray, h.listHolders)
+	registerV2PartB(mux, h)
+}
+
+// registerV2PartB adds the Metrics API v2 staking, L1 fee, ICM and
+// validators:getAddresses routes (issue #21 part B). Weights are the
+// document's: small, getAddresses large; the L1 fee routes have none there and
+// count as small.
+func registerV2PartB(mux *api.Mux, h *handlers) {
+	small := api.RouteOpts{Weight: api.Small, PerIP: true}
+	for route, fn := range map[string]api.Handler{
+		RouteStaking:        h.staking,
+		RouteSubnetFees:     h.subnetFees,
+		RouteValidationFees: h.validationFees,
+		RouteNodeFees:       h.nodeFees,
+		RouteTotalFees:      h.totalFees,
+		RouteICMTimeseries:  h.icmTimeseries,
+		RouteICMSummary:     h.icmSummary,
+	} {
+		mux.HandleGuarded(route, small, api.MessageArray, fn)
+	}
+	mux.HandleGuarded(RouteValidatorAddresses, api.RouteOpts{Weight: api.Large, PerIP: true}, api.MessageArray, h.validatorAddresses)
 }
 
 type handlers struct{ d Deps }

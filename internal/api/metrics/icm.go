@@ -1,0 +1,355 @@
+package metrics
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+	rollup "github.com/permafrost-dev/permafrost/internal/metrics"
+)
+
+// The ICM metrics routes (getICMTimeseries, getICMSummary).
+const (
+	RouteICMTimeseries = "GET /v2/icm/timeseries"
+	RouteICMSummary    = "GET /v2/icm/summary"
+)
+
+// icmAll stands for "every blockchain" in a value's srcBlockchainId or
+// destBlockchainId when the query neither filters nor groups by it (the
+// document requires both fields and names no value for an aggregate).
+const icmAll = "all"
+
+// icmGroupBys is the document's groupBy enum.
+var icmGroupBys = []string{"srcBlockchainId", "destBlockchainId", "srcBlockchainId,destBlockchainId"}
+
+// ICMValue is the document's ICMMetricsValue.
+type ICMValue struct {
+	Value            int64  `json:"value"`
+	Timestamp        int64  `json:"timestamp"`
+	SrcBlockchainID  string `json:"srcBlockchainId"`
+	DestBlockchainID string `json:"destBlockchainId"`
+}
+
+// ICMSeriesResponse is the document's ICMMetricsApiResponse.
+type ICMSeriesResponse struct {
+	NextPageToken string     `json:"nextPageToken,omitempty"`
+	Results       []ICMValue `json:"results"`
+}
+
+// ICMWindows is the document's ICMRollingWindowMetricsValue.
+type ICMWindows struct {
+	LastHour         int64  `json:"lastHour"`
+	LastDay          int64  `json:"lastDay"`
+	LastWeek         int64  `json:"lastWeek"`
+	LastMonth        int64  `json:"lastMonth"`
+	Last90Days       int64  `json:"last90Days"`
+	LastYear         int64  `json:"lastYear"`
+	AllTime          int64  `json:"allTime"`
+	SrcBlockchainID  string `json:"srcBlockchainId"`
+	DestBlockchainID string `json:"destBlockchainId"`
+}
+
+// icmQuery is an ICM metrics query: its filters and grouping.
+type icmQuery struct {
+	Src      string `json:"s"`
+	Dst      string `json:"d"`
+	GroupBy  string `json:"g"`
+	Interval string `json:"i"`
+	Start    int64  `json:"a"`
+	End      int64  `json:"b"`
+}
+
+// icmCursor is a timeseries page token's stored state: the query, the
+// interval the next page starts at and how many of its groups were served.
+type icmCursor struct {
+	Q    icmQuery `json:"q"`
+	Next int64    `json:"n"`
+	Skip int      `json:"k"`
+}
+
+// group is the (src, dst) a pair is reported under.
+func (q icmQuery) group(p rollup.ICMPair) [2]string {
+	g := [2]string{cmp.Or(q.Src, icmAll), cmp.Or(q.Dst, icmAll)}
+	if q.GroupBy == "srcBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId" {
+		g[0] = p.Src
+	}
+	if q.GroupBy == "destBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId" {
+		g[1] = p.Dst
+	}
+	return g
+}
+
+// icmParams reads the filters and groupBy both routes take; a well-formed
+// blockchain id that is neither a chain of the index nor an end of a counted
+// message is a 404.
+func (h *handlers) icmParams(r *http.Request, p *api.Params) (icmQuery, error) {
+	var q icmQuery
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"srcBlockchainId", &q.Src}, {"destBlockchainId", &q.Dst}} {
+		if !p.Has(f.name) {
+			continue
+		}
+		id, err := api.ParseCB58ID(p.String(f.name))
+		if err != nil {
+			p.Fail("%s: %s", f.name, err.Error())
+			continue
+		}
+		*f.dst = id.String()
+	}
+	q.GroupBy = p.Enum("groupBy", "", icmGroupBys...)
+	network := p.Enum("network", "", "mainnet", "fuji", "testnet")
+	if err := p.Err(); err != nil {
+		return q, err
+	}
+	if network != "" {
+		if err := h.d.Network.CheckNetwork(network); err != nil {
+			return q, err
+		}
+	}
+	for _, id := range []string{q.Src, q.Dst} {
+		if id == "" {
+			continue
+		}
+		if err := h.knownBlockchain(r.Context(), id); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
+}
+
+func (h *handlers) knownBlockchain(ctx context.Context, id string) error {
+	var n int
+	if err := h.d.DB.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM p_blockchains WHERE blockchain_id = $1)
+		+ (SELECT COUNT(*) FROM metrics_icm_pairs WHERE src = $1 OR dst = $1)`, id).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return api.NotFound("blockchain %s is not known on network %s", id, h.d.Network.Name)
+	}
+	return nil
+}
+
+// icmGroups lists the query's pairs and its groups in answer order.
+func (h *handlers) icmGroups(ctx context.Context, q icmQuery) ([]rollup.ICMPair, [][2]string, error) {
+	pairs, err := rollup.ICMPairs(ctx, h.d.DB, q.Src, q.Dst)
+	if err != nil {
+		return nil, nil, err
+	}
+	var groups [][2]string
+	for _, p := range pairs {
+		if g := q.group(p); !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	slices.SortFunc(groups, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return pairs, groups, nil
+}
+
+// icmTimeseries answers GET /v2/icm/timeseries: ICM messages per interval
+// (timeInterval hour, day (default), week, month) and group, newest interval
+// first, groups in id order. Every group with a counted message has a point in
+// every interval from that of the oldest message of the query to that of the
+// newest indexed EVM block (0 when none).
+func (h *handlers) icmTimeseries(r *http.Request) (any, error) {
+	ctx := r.Context()
+	p := api.NewParams(r)
+	ivName := p.Enum("timeInterval", "day", rollup.Intervals...)
+	start, end := timeRange(p)
+	size := p.PageSize(seriesDefaultPageSize, 1, seriesMaxPageSize)
+	q, err := h.icmParams(r, p)
+	if err != nil {
+		return nil, err
+	}
+	q.Interval, q.Start, q.End = ivName, start, end
+	var cur icmCursor
+	found, err := h.d.Tokens.Load(ctx, p.String("pageToken"), RouteICMTimeseries, &cur)
+	if err != nil {
+		return nil, err
+	}
+	if found {
+		if !sameICMQuery(p, cur.Q, q) {
+			return nil, errQueryChanged("the filters, groupBy, timeInterval or time range")
+		}
+		q = cur.Q
+	}
+	iv, err := rollup.ParseInterval(q.Interval)
+	if err != nil {
+		return nil, api.BadRequest("timeInterval: " + err.Error())
+	}
+	resp := &ICMSeriesResponse{Results: []ICMValue{}}
+	pairs, groups, err := h.icmGroups(ctx, q)
+	if err != nil || len(groups) == 0 {
+		return resp, err
+	}
+	tip, ok, err := rollup.ICMTipTime(ctx, h.d.DB)
+	if err != nil || !ok {
+		return resp, err
+	}
+	first := tip
+	for _, pr := range pairs {
+		f, err := rollup.ICMFirst(ctx, h.d.DB, pr)
+		if err != nil {
+			return nil, err
+		}
+		first = min(first, f)
+	}
+	lo, from, ok := seriesWindow(iv, first, tip, q.Start, q.End)
+	if !ok {
+		return resp, nil
+	}
+	skip := 0
+	if found {
+		from, skip = min(cur.Next, from), cur.Skip
+	}
+	// The intervals this page needs, newest first.
+	var starts []int64
+	for t, need := from, skip+size; t >= lo && need > 0; t, need = iv.Prev(t), need-len(groups) {
+		starts = append(starts, t)
+	}
+	if len(starts) == 0 {
+		return resp, nil
+	}
+	oldest := starts[len(starts)-1]
+	sums := map[int64]map[[2]string]int64{}
+	for _, pr := range pairs {
+		counts, err := rollup.ICMCounts(ctx, h.d.DB, pr, iv == rollup.Hour, oldest, iv.Next(from))
+		if err != nil {
+			return nil, err
+		}
+		g := q.group(pr)
+		for _, c := range counts {
+			s := iv.Floor(c[0])
+			if sums[s] == nil {
+				sums[s] = map[[2]string]int64{}
+			}
+			sums[s][g] += c[1]
+		}
+	}
+	// Fill the page; it stops inside an interval (more of its groups to
+	// serve) or after the last interval it needed.
+	next, nextSkip, more := int64(0), 0, false
+fill:
+	for _, s := range starts {
+		for i := skip; i < len(groups); i++ {
+			if len(resp.Results) == size {
+				next, nextSkip, more = s, i, true
+				break fill
+			}
+			g := groups[i]
+			resp.Results = append(resp.Results, ICMValue{Value: sums[s][g], Timestamp: s, SrcBlockchainID: g[0], DestBlockchainID: g[1]})
+		}
+		skip = 0
+	}
+	if !more {
+		next = iv.Prev(oldest)
+		more = next >= lo
+	}
+	if more {
+		if resp.NextPageToken, err = h.d.Tokens.Save(ctx, RouteICMTimeseries, icmCursor{Q: q, Next: next, Skip: nextSkip}); err != nil {
+			return nil, err
+		}
+	}
+	return resp, nil
+}
+
+// sameICMQuery says whether the parameters given with a page token agree with
+// the token's query (those not given are taken from the token).
+func sameICMQuery(p *api.Params, tok, got icmQuery) bool {
+	return (!p.Has("srcBlockchainId") || tok.Src == got.Src) &&
+		(!p.Has("destBlockchainId") || tok.Dst == got.Dst) &&
+		(!p.Has("groupBy") || tok.GroupBy == got.GroupBy) &&
+		(!p.Has("timeInterval") || tok.Interval == got.Interval) &&
+		(!p.Has("startTimestamp") || tok.Start == got.Start) &&
+		(!p.Has("endTimestamp") || tok.End == got.End)
+}
+
+// ICMSummaryResponse is the document's ICMRollingWindowMetricsApiResponse:
+// result is one ICMWindows for a query without groupBy (the document's
+// schema), and a list of them, one per group, with groupBy (the document's
+// breakdown examples, which its single-object schema cannot hold).
+type ICMSummaryResponse struct {
+	Result any `json:"result"`
+}
+
+// Window lengths of the summary, in hours (lastHour, lastDay) and days.
+const (
+	daysPerWeek  = 7
+	daysPerMonth = 30
+	days90       = 90
+	daysPerYear  = 365
+)
+
+// icmSummary answers GET /v2/icm/summary: message counts over windows that
+// end at the newest indexed EVM block's time T: lastHour is T's UTC hour,
+// lastDay the 24 hours ending with it; lastWeek, lastMonth, last90Days and
+// lastYear the 7, 30, 90 and 365 UTC days ending with T's day; allTime every
+// counted message.
+func (h *handlers) icmSummary(r *http.Request) (any, error) {
+	ctx := r.Context()
+	p := api.NewParams(r)
+	q, err := h.icmParams(r, p)
+	if err != nil {
+		return nil, err
+	}
+	pairs, groups, err := h.icmGroups(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	tip, ok, err := rollup.ICMTipTime(ctx, h.d.DB)
+	if err != nil {
+		return nil, err
+	}
+	byGroup := map[[2]string]*ICMWindows{}
+	for _, g := range groups {
+		byGroup[g] = &ICMWindows{SrcBlockchainID: g[0], DestBlockchainID: g[1]}
+	}
+	hour, day := rollup.Hour.Floor(tip), rollup.Day.Floor(tip)
+	for _, pr := range pairs {
+		w := byGroup[q.group(pr)]
+		w.AllTime += pr.Messages
+		if !ok {
+			continue
+		}
+		hours, err := rollup.ICMCounts(ctx, h.d.DB, pr, true, hour-23*3600, hour+3600)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range hours {
+			w.LastDay += c[1]
+			if c[0] == hour {
+				w.LastHour += c[1]
+			}
+		}
+		days, err := rollup.ICMCounts(ctx, h.d.DB, pr, false, day-(daysPerYear-1)*86400, day+86400)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range days {
+			age := (day - c[0]) / 86400
+			for _, win := range []struct {
+				n   int64
+				dst *int64
+			}{{daysPerWeek, &w.LastWeek}, {daysPerMonth, &w.LastMonth}, {days90, &w.Last90Days}, {daysPerYear, &w.LastYear}} {
+				if age < win.n {
+					*win.dst += c[1]
+				}
+			}
+		}
+	}
+	if q.GroupBy == "" {
+		w := byGroup[q.group(rollup.ICMPair{})]
+		if w == nil {
+			w = &ICMWindows{SrcBlockchainID: cmp.Or(q.Src, icmAll), DestBlockchainID: cmp.Or(q.Dst, icmAll)}
+		}
+		return &ICMSummaryResponse{Result: w}, nil
+	}
+	list := make([]*ICMWindows, len(groups))
+	for i, g := range groups {
+		list[i] = byGroup[g]
+	}
+	return &ICMSummaryResponse{Result: list}, nil
+}
