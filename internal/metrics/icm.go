@@ -13,7 +13,9 @@ import (
 )
 
 // icmRollup counts ICM messages per (source, destination) blockchain pair and
-// hour, day and all time. A message counts once, at its time in the ICM index
+// hour, day and all time, and at three aggregate levels kept beside the pairs
+// so that every query reads one key range per answered group: per source
+// (dst ''), per destination (src '') and in all ('', ''). A message counts once, at its time in the ICM index
 // (icm_messages.sort_time: its send when the source chain is indexed, else its
 // receipt), whatever the messenger contract. Each EVM chain's batch re-reads
 // the messages its blocks' ICM events touched and moves a message's count when
@@ -76,9 +78,11 @@ func (r *icmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 	hourly, daily := map[icmBucket]int64{}, map[icmBucket]int64{}
 	pairs := map[icmBucket]int64{} // bucket 0
 	move := func(p icmPlace, n int64) {
-		hourly[icmBucket{p.src, p.dst, Hour.Floor(p.time)}] += n
-		daily[icmBucket{p.src, p.dst, Day.Floor(p.time)}] += n
-		pairs[icmBucket{p.src, p.dst, 0}] += n
+		for _, k := range [][2]string{{p.src, p.dst}, {p.src, ""}, {"", p.dst}, {"", ""}} {
+			hourly[icmBucket{k[0], k[1], Hour.Floor(p.time)}] += n
+			daily[icmBucket{k[0], k[1], Day.Floor(p.time)}] += n
+			pairs[icmBucket{k[0], k[1], 0}] += n
+		}
 	}
 	slices.Sort(ids)
 	for _, id := range ids {

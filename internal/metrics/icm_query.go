@@ -8,17 +8,22 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
-// ICMPair is a (source, destination) blockchain pair with its message count.
+// ICMPair is a counted (source, destination) key with its message count: a
+// blockchain pair, or an aggregate over every source or destination (that
+// side "").
 type ICMPair struct {
 	Src, Dst string
 	Messages int64
 }
 
-// ICMPairs lists the pairs with at least one counted message, filtered by
-// source and destination ("" for any), ordered by source, then destination.
-func ICMPairs(ctx context.Context, db *store.DB, src, dst string) ([]ICMPair, error) {
+// ICMPairs lists the keys with at least one counted message at a level: per
+// source blockchain when bySrc (else every source together), per destination
+// when byDst; src and dst filter those sides ("" for any). Ordered by source,
+// then destination.
+func ICMPairs(ctx context.Context, db *store.DB, bySrc, byDst bool, src, dst string) ([]ICMPair, error) {
 	rows, err := db.QueryContext(ctx, `SELECT src, dst, messages FROM metrics_icm_pairs
-		WHERE messages > 0 AND ($1 = '' OR src = $1) AND ($2 = '' OR dst = $2) ORDER BY src, dst`, src, dst)
+		WHERE messages > 0 AND (CASE WHEN $1 THEN src <> '' AND ($2 = '' OR src = $2) ELSE src = '' END)
+		AND (CASE WHEN $3 THEN dst <> '' AND ($4 = '' OR dst = $4) ELSE dst = '' END) ORDER BY src, dst`, bySrc, src, byDst, dst)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: icm pairs: %w", err)
 	}
@@ -47,8 +52,8 @@ func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 	return first.Int64, nil
 }
 
-// ICMCounts sums pair's message counts per bucket in [from, to): hourly rows
-// for hour intervals (hourly is true), daily rows otherwise. It returns
+// ICMCounts reads a key's message counts per bucket in [from, to): hourly
+// rows for hour intervals (hourly is true), daily rows otherwise. It returns
 // (bucket start, messages) ascending.
 func ICMCounts(ctx context.Context, db *store.DB, p ICMPair, hourly bool, from, to int64) ([][2]int64, error) {
 	table := "metrics_icm_daily"
@@ -73,6 +78,46 @@ func ICMCounts(ctx context.Context, db *store.DB, p ICMPair, hourly bool, from, 
 		return nil, fmt.Errorf("metrics: read %s: %w", table, err)
 	}
 	return out, nil
+}
+
+// ICMWindowSums sums a key's hourly counts in [hourFrom, hourTo) and its daily
+// counts from each of dayFroms (ascending starts) to dayTo (exclusive), in
+// the database: two aggregate range reads whatever the window lengths.
+func ICMWindowSums(ctx context.Context, db *store.DB, p ICMPair, hourFrom, hourTo int64, dayFroms []int64, dayTo int64) (hours int64, days []int64, err error) {
+	var h sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT SUM(messages) FROM metrics_icm_hourly WHERE src = $1 AND dst = $2 AND bucket >= $3 AND bucket < $4`,
+		p.Src, p.Dst, hourFrom, hourTo).Scan(&h); err != nil {
+		return 0, nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
+	}
+	if len(dayFroms) == 0 {
+		return h.Int64, nil, nil
+	}
+	// Placeholders numbered in text order (the SQLite rule of the migrations).
+	q := "SELECT "
+	var args []any
+	for i, from := range dayFroms {
+		if i > 0 {
+			q += ", "
+		}
+		args = append(args, from)
+		q += fmt.Sprintf("SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
+	}
+	n := len(args)
+	q += fmt.Sprintf(" FROM metrics_icm_daily WHERE src = $%d AND dst = $%d AND bucket >= $%d AND bucket < $%d", n+1, n+2, n+3, n+4)
+	args = append(args, p.Src, p.Dst, dayFroms[0], dayTo)
+	sums := make([]sql.NullInt64, len(dayFroms))
+	dst := make([]any, len(sums))
+	for i := range sums {
+		dst[i] = &sums[i]
+	}
+	if err := db.QueryRowContext(ctx, q, args...).Scan(dst...); err != nil {
+		return 0, nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
+	}
+	days = make([]int64, len(sums))
+	for i, s := range sums {
+		days[i] = s.Int64
+	}
+	return h.Int64, days, nil
 }
 
 // ICMTipTime is the time of the newest indexed block of the EVM chains (the

@@ -11,22 +11,14 @@ import (
 // StakingMetrics are the staking metrics' names (the document's NetworkMetric).
 var StakingMetrics = []string{"validatorCount", "validatorWeight", "delegatorCount", "delegatorWeight"}
 
-// Value returns metric of the totals as a decimal integer: validators count
-// p_stakers validators and L1 validators alike, weights are their sums (nAVAX
-// for the primary network and elastic subnets, the subnet's own unit for
-// permissioned subnets and L1s).
-func (s *StakeTotals) Value(metric string) string {
-	switch metric {
-	case "validatorCount":
-		return fmt.Sprint(s.Validators + s.L1Validators)
-	case "validatorWeight":
-		return new(big.Int).Add(s.ValidatorWeight, s.L1Weight).String()
-	case "delegatorCount":
-		return fmt.Sprint(s.Delegators)
-	case "delegatorWeight":
-		return s.DelegatorWeight.String()
-	}
-	return "0"
+// stakingColumns are the two columns a staking metric adds (weights are
+// decimal sums of uint64s: added here, exactly); validators count p_stakers
+// validators and L1 validators alike.
+var stakingColumns = map[string]string{
+	"validatorCount":  "validators + l1_validators, '0'",
+	"validatorWeight": "validator_weight, l1_weight",
+	"delegatorCount":  "delegators, '0'",
+	"delegatorWeight": "delegator_weight, '0'",
 }
 
 // ValuePoint is a point whose value is an exact decimal integer.
@@ -51,9 +43,13 @@ func StakingPage(ctx context.Context, db *store.DB, subnet, metric string, lo, f
 		return []ValuePoint{}, 0, false, nil
 	}
 	oldest := days[len(days)-1]
+	cols, ok := stakingColumns[metric]
+	if !ok {
+		return nil, 0, false, fmt.Errorf("metrics: unknown staking metric %q", metric)
+	}
 	// The last row before the page carries into its first days; then the
 	// page's own rows, ascending.
-	q := `SELECT bucket, validators, validator_weight, l1_validators, l1_weight, delegators, delegator_weight FROM (
+	q := `SELECT bucket, ` + cols + ` FROM (
 		SELECT * FROM (SELECT * FROM metrics_staking_daily WHERE subnet_id = $1 AND bucket < $2 ORDER BY bucket DESC LIMIT 1) prev
 		UNION ALL
 		SELECT * FROM metrics_staking_daily WHERE subnet_id = $1 AND bucket >= $2 AND bucket <= $3) r ORDER BY bucket`
@@ -64,14 +60,23 @@ func StakingPage(ctx context.Context, db *store.DB, subnet, metric string, lo, f
 	defer rows.Close()
 	type dayRow struct {
 		bucket int64
-		t      *StakeTotals
+		value  string
 	}
 	var got []dayRow
 	for rows.Next() {
 		var r dayRow
-		r.t, err = scanStakeTotals(rowScanner{rows, &r.bucket})
-		if err != nil {
+		var a, b string
+		if err := rows.Scan(&r.bucket, &a, &b); err != nil {
 			return nil, 0, false, fmt.Errorf("metrics: staking of %s: %w", subnet, err)
+		}
+		r.value = a
+		if b != "0" {
+			x, okA := new(big.Int).SetString(a, 10)
+			y, okB := new(big.Int).SetString(b, 10)
+			if !okA || !okB {
+				return nil, 0, false, fmt.Errorf("metrics: staking of %s: stored weights %q, %q", subnet, a, b)
+			}
+			r.value = x.Add(x, y).String()
 		}
 		got = append(got, r)
 	}
@@ -79,24 +84,14 @@ func StakingPage(ctx context.Context, db *store.DB, subnet, metric string, lo, f
 		return nil, 0, false, fmt.Errorf("metrics: staking of %s: %w", subnet, err)
 	}
 	pts = make([]ValuePoint, len(days))
-	cur, j := newStakeTotals(), 0
+	cur, j := "0", 0
 	for i := len(days) - 1; i >= 0; i-- {
 		for j < len(got) && got[j].bucket <= days[i] {
-			cur = got[j].t
+			cur = got[j].value
 			j++
 		}
-		pts[i] = ValuePoint{Timestamp: days[i], Value: cur.Value(metric)}
+		pts[i] = ValuePoint{Timestamp: days[i], Value: cur}
 	}
 	next = Day.Prev(oldest)
 	return pts, next, next >= lo, nil
-}
-
-// rowScanner scans a leading column into first, then the rest as asked.
-type rowScanner struct {
-	rows  interface{ Scan(...any) error }
-	first *int64
-}
-
-func (r rowScanner) Scan(dst ...any) error {
-	return r.rows.Scan(append([]any{r.first}, dst...)...)
 }

@@ -29,7 +29,8 @@ import (
 //
 // 5 years of daily staking rows for the primary network and 50 subnets; 50
 // L1s of 20 validations with a fee row every day for 2 years (730,000 rows);
-// 40 ICM pairs with hourly and daily counts for a year; 2,000
+// 40 ICM pairs among 14 chains with hourly and daily counts for a year (and
+// the per-source, per-destination and total keys); 2,000
 // primary-network validator txs. Each reports p50-ms and p99-ms over both
 // clients' requests.
 
@@ -123,32 +124,37 @@ func generateV2PartB(ctx context.Context, tx *store.Tx, rng *rand.Rand) error {
 	if err := insertRows(ctx, tx, "metrics_l1_fees_total_daily", []string{"bucket", "fees", "paying"}, rows); err != nil {
 		return err
 	}
-	// ICM: 40 pairs among 10 chains, hourly for a year.
-	var hourly, daily, pairs [][]any
+	// ICM: 40 pairs among 14 chains, hourly for a year, with the rollup's
+	// aggregate keys (per source, per destination, all).
+	hourlyN, dailyN, pairN := map[[3]any]int64{}, map[[3]any]int64{}, map[[2]string]int64{}
 	for p := 0; p < v2bICMPairs; p++ {
 		src, dst := ids.ID{byte(p % 10), 0x1c}.String(), ids.ID{byte(10 + p/10), 0x1c}.String()
-		perDay := map[int64]int64{}
-		total := int64(0)
 		for h := rollup.Hour.Floor(tip) - (v2bICMHours-1)*3600; h <= tip; h += 3600 {
 			n := rng.Int63n(30)
-			hourly = append(hourly, []any{src, dst, h, n})
-			perDay[rollup.Day.Floor(h)] += n
-			total += n
+			for _, k := range [][2]string{{src, dst}, {src, ""}, {"", dst}, {"", ""}} {
+				hourlyN[[3]any{k[0], k[1], h}] += n
+				dailyN[[3]any{k[0], k[1], rollup.Day.Floor(h)}] += n
+				pairN[k] += n
+			}
 		}
-		for d, n := range perDay {
-			daily = append(daily, []any{src, dst, d, n})
-		}
-		pairs = append(pairs, []any{src, dst, total})
 	}
 	for _, t := range []struct {
 		table string
-		rows  [][]any
-	}{{"metrics_icm_hourly", hourly}, {"metrics_icm_daily", daily}} {
-		if err := insertRows(ctx, tx, t.table, []string{"src", "dst", "bucket", "messages"}, t.rows); err != nil {
+		n     map[[3]any]int64
+	}{{"metrics_icm_hourly", hourlyN}, {"metrics_icm_daily", dailyN}} {
+		rows = rows[:0]
+		for k, n := range t.n {
+			rows = append(rows, []any{k[0], k[1], k[2], n})
+		}
+		if err := insertRows(ctx, tx, t.table, []string{"src", "dst", "bucket", "messages"}, rows); err != nil {
 			return err
 		}
 	}
-	if err := insertRows(ctx, tx, "metrics_icm_pairs", []string{"src", "dst", "messages"}, pairs); err != nil {
+	rows = rows[:0]
+	for k, n := range pairN {
+		rows = append(rows, []any{k[0], k[1], n})
+	}
+	if err := insertRows(ctx, tx, "metrics_icm_pairs", []string{"src", "dst", "messages"}, rows); err != nil {
 		return err
 	}
 	// Primary-network validator txs for validators:getAddresses.

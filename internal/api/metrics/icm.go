@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"net/http"
-	"slices"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 	rollup "github.com/permafrost-dev/permafrost/internal/metrics"
@@ -69,16 +68,21 @@ type icmCursor struct {
 	Skip int      `json:"k"`
 }
 
-// group is the (src, dst) a pair is reported under.
-func (q icmQuery) group(p rollup.ICMPair) [2]string {
-	g := [2]string{cmp.Or(q.Src, icmAll), cmp.Or(q.Dst, icmAll)}
-	if q.GroupBy == "srcBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId" {
-		g[0] = p.Src
-	}
-	if q.GroupBy == "destBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId" {
-		g[1] = p.Dst
-	}
-	return g
+// bySrc and byDst say at which level a query reads the counts: per source
+// blockchain when it filters or groups by the source, else every source
+// together; likewise for the destination.
+func (q icmQuery) bySrc() bool {
+	return q.Src != "" || q.GroupBy == "srcBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId"
+}
+
+func (q icmQuery) byDst() bool {
+	return q.Dst != "" || q.GroupBy == "destBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId"
+}
+
+// group is the (src, dst) a counted key is reported under ("all" for a side
+// aggregated over every blockchain).
+func group(p rollup.ICMPair) [2]string {
+	return [2]string{cmp.Or(p.Src, icmAll), cmp.Or(p.Dst, icmAll)}
 }
 
 // icmParams reads the filters and groupBy both routes take; a well-formed
@@ -133,20 +137,10 @@ func (h *handlers) knownBlockchain(ctx context.Context, id string) error {
 	return nil
 }
 
-// icmGroups lists the query's pairs and its groups in answer order.
-func (h *handlers) icmGroups(ctx context.Context, q icmQuery) ([]rollup.ICMPair, [][2]string, error) {
-	pairs, err := rollup.ICMPairs(ctx, h.d.DB, q.Src, q.Dst)
-	if err != nil {
-		return nil, nil, err
-	}
-	var groups [][2]string
-	for _, p := range pairs {
-		if g := q.group(p); !slices.Contains(groups, g) {
-			groups = append(groups, g)
-		}
-	}
-	slices.SortFunc(groups, func(a, b [2]string) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	return pairs, groups, nil
+// icmGroups lists the query's groups: the counted keys at its level, in
+// answer order (source, then destination).
+func (h *handlers) icmGroups(ctx context.Context, q icmQuery) ([]rollup.ICMPair, error) {
+	return rollup.ICMPairs(ctx, h.d.DB, q.bySrc(), q.byDst(), q.Src, q.Dst)
 }
 
 // icmTimeseries answers GET /v2/icm/timeseries: ICM messages per interval
@@ -181,7 +175,7 @@ func (h *handlers) icmTimeseries(r *http.Request) (any, error) {
 		return nil, api.BadRequest("timeInterval: " + err.Error())
 	}
 	resp := &ICMSeriesResponse{Results: []ICMValue{}}
-	pairs, groups, err := h.icmGroups(ctx, q)
+	groups, err := h.icmGroups(ctx, q)
 	if err != nil || len(groups) == 0 {
 		return resp, err
 	}
@@ -190,7 +184,7 @@ func (h *handlers) icmTimeseries(r *http.Request) (any, error) {
 		return resp, err
 	}
 	first := tip
-	for _, pr := range pairs {
+	for _, pr := range groups {
 		f, err := rollup.ICMFirst(ctx, h.d.DB, pr)
 		if err != nil {
 			return nil, err
@@ -214,19 +208,18 @@ func (h *handlers) icmTimeseries(r *http.Request) (any, error) {
 		return resp, nil
 	}
 	oldest := starts[len(starts)-1]
-	sums := map[int64]map[[2]string]int64{}
-	for _, pr := range pairs {
+	sums := map[int64][]int64{} // interval start -> count per group
+	for gi, pr := range groups {
 		counts, err := rollup.ICMCounts(ctx, h.d.DB, pr, iv == rollup.Hour, oldest, iv.Next(from))
 		if err != nil {
 			return nil, err
 		}
-		g := q.group(pr)
 		for _, c := range counts {
 			s := iv.Floor(c[0])
 			if sums[s] == nil {
-				sums[s] = map[[2]string]int64{}
+				sums[s] = make([]int64, len(groups))
 			}
-			sums[s][g] += c[1]
+			sums[s][gi] += c[1]
 		}
 	}
 	// Fill the page; it stops inside an interval (more of its groups to
@@ -239,8 +232,11 @@ fill:
 				next, nextSkip, more = s, i, true
 				break fill
 			}
-			g := groups[i]
-			resp.Results = append(resp.Results, ICMValue{Value: sums[s][g], Timestamp: s, SrcBlockchainID: g[0], DestBlockchainID: g[1]})
+			g, n := group(groups[i]), int64(0)
+			if sums[s] != nil {
+				n = sums[s][i]
+			}
+			resp.Results = append(resp.Results, ICMValue{Value: n, Timestamp: s, SrcBlockchainID: g[0], DestBlockchainID: g[1]})
 		}
 		skip = 0
 	}
@@ -295,7 +291,7 @@ func (h *handlers) icmSummary(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	pairs, groups, err := h.icmGroups(ctx, q)
+	groups, err := h.icmGroups(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -303,53 +299,35 @@ func (h *handlers) icmSummary(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	byGroup := map[[2]string]*ICMWindows{}
-	for _, g := range groups {
-		byGroup[g] = &ICMWindows{SrcBlockchainID: g[0], DestBlockchainID: g[1]}
-	}
 	hour, day := rollup.Hour.Floor(tip), rollup.Day.Floor(tip)
-	for _, pr := range pairs {
-		w := byGroup[q.group(pr)]
-		w.AllTime += pr.Messages
+	var dayFroms []int64 // year, 90 days, month, week: ascending starts
+	for _, n := range []int64{daysPerYear, days90, daysPerMonth, daysPerWeek} {
+		dayFroms = append(dayFroms, day-(n-1)*86400)
+	}
+	list := make([]*ICMWindows, len(groups))
+	for i, pr := range groups {
+		g := group(pr)
+		w := &ICMWindows{AllTime: pr.Messages, SrcBlockchainID: g[0], DestBlockchainID: g[1]}
+		list[i] = w
 		if !ok {
 			continue
 		}
-		hours, err := rollup.ICMCounts(ctx, h.d.DB, pr, true, hour-23*3600, hour+3600)
+		lastHour, _, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, hour, hour+3600, nil, 0)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range hours {
-			w.LastDay += c[1]
-			if c[0] == hour {
-				w.LastHour += c[1]
-			}
-		}
-		days, err := rollup.ICMCounts(ctx, h.d.DB, pr, false, day-(daysPerYear-1)*86400, day+86400)
+		lastDay, days, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, hour-23*3600, hour+3600, dayFroms, day+86400)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range days {
-			age := (day - c[0]) / 86400
-			for _, win := range []struct {
-				n   int64
-				dst *int64
-			}{{daysPerWeek, &w.LastWeek}, {daysPerMonth, &w.LastMonth}, {days90, &w.Last90Days}, {daysPerYear, &w.LastYear}} {
-				if age < win.n {
-					*win.dst += c[1]
-				}
-			}
-		}
+		w.LastHour, w.LastDay = lastHour, lastDay
+		w.LastYear, w.Last90Days, w.LastMonth, w.LastWeek = days[0], days[1], days[2], days[3]
 	}
 	if q.GroupBy == "" {
-		w := byGroup[q.group(rollup.ICMPair{})]
-		if w == nil {
-			w = &ICMWindows{SrcBlockchainID: cmp.Or(q.Src, icmAll), DestBlockchainID: cmp.Or(q.Dst, icmAll)}
+		if len(list) == 1 {
+			return &ICMSummaryResponse{Result: list[0]}, nil
 		}
-		return &ICMSummaryResponse{Result: w}, nil
-	}
-	list := make([]*ICMWindows, len(groups))
-	for i, g := range groups {
-		list[i] = byGroup[g]
+		return &ICMSummaryResponse{Result: &ICMWindows{SrcBlockchainID: cmp.Or(q.Src, icmAll), DestBlockchainID: cmp.Or(q.Dst, icmAll)}}, nil
 	}
 	return &ICMSummaryResponse{Result: list}, nil
 }
