@@ -13,9 +13,10 @@ import (
 )
 
 // icmRollup counts ICM messages per (source, destination) blockchain pair and
-// hour, day and all time, and at three aggregate levels kept beside the pairs
-// so that every query reads one key range per answered group: per source
-// (dst ''), per destination (src '') and in all ('', ''). A message counts once, at its time in the ICM index
+// hour, day and all time. Beside each pair it keeps three aggregate keys, an
+// empty id standing for every blockchain on that side: per source, per
+// destination, and in all, so every query reads one key range per group it
+// answers. A message counts once, at its time in the ICM index
 // (icm_messages.sort_time: its send when the source chain is indexed, else its
 // receipt), whatever the messenger contract. Each EVM chain's batch re-reads
 // the messages its blocks' ICM events touched and moves a message's count when

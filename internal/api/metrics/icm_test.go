@@ -306,11 +306,7 @@ func TestICMMetrics(t *testing.T) {
 // blockchain a 404.
 func TestICMMetricsBadInput(t *testing.T) {
 	s := newV2Server(t, "devnet-a", "sqlite")
-	for _, c := range []struct {
-		path   string
-		status int
-		want   string
-	}{
+	s.checkErrors(t, []errorCase{
 		{"/v2/icm/summary?groupBy=src", 400, "groupBy"},
 		{"/v2/icm/summary?network=devnet", 400, "network"},
 		{"/v2/icm/summary?network=mainnet", 404, "mainnet"},
@@ -319,8 +315,5 @@ func TestICMMetricsBadInput(t *testing.T) {
 		{"/v2/icm/timeseries?timeInterval=year", 400, "timeInterval"},
 		{"/v2/icm/timeseries?pageSize=2161", 400, "pageSize"},
 		{"/v2/icm/timeseries?startTimestamp=9&endTimestamp=8", 400, "endTimestamp"},
-	} {
-		code, body := s.get(t, c.path)
-		checkError(t, code, body, c.status, c.want)
-	}
+	})
 }

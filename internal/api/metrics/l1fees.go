@@ -38,6 +38,11 @@ var (
 		{"totalCumulativeFeesDaily", rollup.FeesCumulative}, {"totalPayingValidatorsDaily", rollup.PayingDaily}}
 )
 
+// feeScopeParam is the path parameter naming a fee scope's key.
+var feeScopeParam = map[rollup.FeeScope]string{
+	rollup.FeeSubnet: "subnetId", rollup.FeeValidation: "l1ValidationId", rollup.FeeNode: "nodeId",
+}
+
 // feeSeries answers the four L1 fee routes: a daily series, newest first,
 // from the day the scope's first L1 validator started (a validation's
 // start, a node's first validation, a subnet's conversion to an L1, the
@@ -56,28 +61,21 @@ func (h *handlers) feeSeries(r *http.Request, scope rollup.FeeScope, metrics []f
 	}
 	name := pathEnum(p, "metric", r.PathValue("metric"), names...)
 	start, end := timeRange(p)
-	key, param := "", ""
-	switch scope {
-	case rollup.FeeSubnet:
-		param = "subnetId"
-		if id, err := api.ParseCB58ID(r.PathValue(param)); err != nil {
-			p.Fail("subnetId: %s", err.Error())
-		} else {
-			key = id.String()
+	key := ""
+	if param, ok := feeScopeParam[scope]; ok {
+		parse := func(v string) (string, error) {
+			id, err := api.ParseCB58ID(v)
+			return id.String(), err
 		}
-	case rollup.FeeValidation:
-		param = "l1ValidationId"
-		if id, err := api.ParseCB58ID(r.PathValue(param)); err != nil {
-			p.Fail("l1ValidationId: %s", err.Error())
-		} else {
-			key = id.String()
+		if scope == rollup.FeeNode {
+			parse = func(v string) (string, error) {
+				id, err := api.ParseNodeID(v)
+				return id.String(), err
+			}
 		}
-	case rollup.FeeNode:
-		param = "nodeId"
-		if id, err := api.ParseNodeID(r.PathValue(param)); err != nil {
-			p.Fail("nodeId: %s", err.Error())
-		} else {
-			key = id.String()
+		var err error
+		if key, err = parse(r.PathValue(param)); err != nil {
+			p.Fail("%s: %s", param, err.Error())
 		}
 	}
 	if err := p.Err(); err != nil {

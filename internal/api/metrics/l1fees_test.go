@@ -192,11 +192,7 @@ func uniq(m map[ids.ID]string) []string {
 // parameter; well-formed ids of nothing L1 are 404s.
 func TestL1FeeMetricsBadInput(t *testing.T) {
 	s := newV2Server(t, "devnet-a", "sqlite")
-	for _, c := range []struct {
-		path   string
-		status int
-		want   string
-	}{
+	s.checkErrors(t, []errorCase{
 		{"/v2/validators/metrics/totalFees", 400, "metric"},
 		{"/v2/validators/metrics/totalValidatorFeesDaily?startTimestamp=x", 400, "startTimestamp"},
 		{"/v2/validation/abc/metrics/validationFeesDaily", 400, "l1ValidationId"},
@@ -206,10 +202,7 @@ func TestL1FeeMetricsBadInput(t *testing.T) {
 		{"/v2/validator/" + ids.GenerateTestNodeID().String() + "/metrics/perNodeDailyFeesPaid", 404, "node"},
 		{"/v2/subnet/abc/metrics/perSubnetDailyFeesPaid", 400, "subnetId"},
 		{"/v2/subnet/" + ids.GenerateTestID().String() + "/metrics/perSubnetDailyFeesPaid", 404, "subnet"},
-	} {
-		code, body := s.get(t, c.path)
-		checkError(t, code, body, c.status, c.want)
-	}
+	})
 	// A subnet that is not an L1 pays no fee: an empty series.
 	var r series
 	s.getOK(t, "/v2/subnet/"+devnet.LoadNetwork(t).Subnets["A"].SubnetID+"/metrics/perSubnetDailyFeesPaid", &r)

@@ -200,15 +200,27 @@ func mustBig(t *testing.T, s string) *big.Int {
 	return v
 }
 
+// errorCase is a request and the metrics error it must get: its status and
+// a text one of the messages contains (the parameter's name, say).
+type errorCase struct {
+	path   string
+	status int
+	want   string
+}
+
+func (s *v2Server) checkErrors(t *testing.T, cases []errorCase) {
+	t.Helper()
+	for _, c := range cases {
+		code, body := s.get(t, c.path)
+		checkError(t, code, body, c.status, c.want)
+	}
+}
+
 // TestStakingMetricsBadInput: bad names and ranges are 400s naming the
 // parameter, unknown subnets and other networks 404s (metrics error shape).
 func TestStakingMetricsBadInput(t *testing.T) {
 	s := newV2Server(t, "devnet-a", "sqlite")
-	for _, c := range []struct {
-		path   string
-		status int
-		want   string
-	}{
+	s.checkErrors(t, []errorCase{
 		{"/v2/networks/testnet/metrics/validatorcount", 400, "metric"},
 		{"/v2/networks/testnet/metrics/validatorCount?pageSize=0", 400, "pageSize"},
 		{"/v2/networks/testnet/metrics/validatorCount?pageSize=2161", 400, "pageSize"},
@@ -222,10 +234,7 @@ func TestStakingMetricsBadInput(t *testing.T) {
 		{"/v2/subnets/" + ids.GenerateTestID().String() + "/validators:getAddresses", 404, "subnet"},
 		{"/v2/subnets/11111111111111111111111111111111LpoYY/validators:getAddresses?pageSize=5001", 400, "pageSize"},
 		{"/v2/subnets/11111111111111111111111111111111LpoYY/validators:getAddresses?network=mainnet", 404, "mainnet"},
-	} {
-		code, body := s.get(t, c.path)
-		checkError(t, code, body, c.status, c.want)
-	}
+	})
 }
 
 // TestValidatorAddresses compares validators:getAddresses with the recorded

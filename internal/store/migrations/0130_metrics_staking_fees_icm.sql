@@ -61,6 +61,10 @@ CREATE TABLE IF NOT EXISTS metrics_icm_messages (
     msg_time    BIGINT NOT NULL
 ) WITHOUT ROWID;
 
+-- Messages per (src, dst) and hour, day, all time. Beside every pair the
+-- rollup keeps the aggregate keys (src, ''), ('', dst) and ('', ''): an empty
+-- id stands for every blockchain on that side, so a query reads one key range
+-- per group it answers.
 CREATE TABLE IF NOT EXISTS metrics_icm_hourly (
     src       TEXT NOT NULL,
     dst       TEXT NOT NULL,
