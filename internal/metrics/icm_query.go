@@ -80,22 +80,28 @@ func ICMCounts(ctx context.Context, db *store.DB, p ICMPair, hourly bool, from, 
 	return out, nil
 }
 
-// ICMWindowSums sums a key's hourly counts in [hourFrom, hourTo) and its daily
-// counts from each of dayFroms (ascending starts) to dayTo (exclusive), in
-// the database: two aggregate range reads whatever the window lengths.
-func ICMWindowSums(ctx context.Context, db *store.DB, p ICMPair, hourFrom, hourTo int64, dayFroms []int64, dayTo int64) (hours int64, days []int64, err error) {
-	var h sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT SUM(messages) FROM metrics_icm_hourly WHERE src = $1 AND dst = $2 AND bucket >= $3 AND bucket < $4`,
-		p.Src, p.Dst, hourFrom, hourTo).Scan(&h); err != nil {
-		return 0, nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
+// ICMWindowSums sums a key's hourly counts from each of hourFroms and its
+// daily counts from each of dayFroms (ascending interval starts) up to
+// hourTo and dayTo (exclusive), in the database: one aggregate range read a
+// table, whatever the windows.
+func ICMWindowSums(ctx context.Context, db *store.DB, p ICMPair, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days []int64, err error) {
+	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", p, hourFroms, hourTo); err != nil {
+		return nil, nil, err
 	}
-	if len(dayFroms) == 0 {
-		return h.Int64, nil, nil
+	if days, err = icmWindowSums(ctx, db, "metrics_icm_daily", p, dayFroms, dayTo); err != nil {
+		return nil, nil, err
+	}
+	return hours, days, nil
+}
+
+func icmWindowSums(ctx context.Context, db *store.DB, table string, p ICMPair, froms []int64, to int64) ([]int64, error) {
+	if len(froms) == 0 {
+		return nil, nil
 	}
 	// Placeholders numbered in text order (the SQLite rule of the migrations).
 	q := "SELECT "
 	var args []any
-	for i, from := range dayFroms {
+	for i, from := range froms {
 		if i > 0 {
 			q += ", "
 		}
@@ -103,21 +109,21 @@ func ICMWindowSums(ctx context.Context, db *store.DB, p ICMPair, hourFrom, hourT
 		q += fmt.Sprintf("SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
 	}
 	n := len(args)
-	q += fmt.Sprintf(" FROM metrics_icm_daily WHERE src = $%d AND dst = $%d AND bucket >= $%d AND bucket < $%d", n+1, n+2, n+3, n+4)
-	args = append(args, p.Src, p.Dst, dayFroms[0], dayTo)
-	sums := make([]sql.NullInt64, len(dayFroms))
+	q += fmt.Sprintf(" FROM %s WHERE src = $%d AND dst = $%d AND bucket >= $%d AND bucket < $%d", table, n+1, n+2, n+3, n+4)
+	args = append(args, p.Src, p.Dst, froms[0], to)
+	sums := make([]sql.NullInt64, len(froms))
 	dst := make([]any, len(sums))
 	for i := range sums {
 		dst[i] = &sums[i]
 	}
 	if err := db.QueryRowContext(ctx, q, args...).Scan(dst...); err != nil {
-		return 0, nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
+		return nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
 	}
-	days = make([]int64, len(sums))
+	out := make([]int64, len(sums))
 	for i, s := range sums {
-		days[i] = s.Int64
+		out[i] = s.Int64
 	}
-	return h.Int64, days, nil
+	return out, nil
 }
 
 // ICMTipTime is the time of the newest indexed block of the EVM chains (the

@@ -312,15 +312,11 @@ func (h *handlers) icmSummary(r *http.Request) (any, error) {
 		if !ok {
 			continue
 		}
-		lastHour, _, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, hour, hour+3600, nil, 0)
+		hours, days, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, []int64{hour - 23*3600, hour}, hour+3600, dayFroms, day+86400)
 		if err != nil {
 			return nil, err
 		}
-		lastDay, days, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, hour-23*3600, hour+3600, dayFroms, day+86400)
-		if err != nil {
-			return nil, err
-		}
-		w.LastHour, w.LastDay = lastHour, lastDay
+		w.LastDay, w.LastHour = hours[0], hours[1]
 		w.LastYear, w.Last90Days, w.LastMonth, w.LastWeek = days[0], days[1], days[2], days[3]
 	}
 	if q.GroupBy == "" {
