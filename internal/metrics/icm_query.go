@@ -17,13 +17,13 @@ type ICMPair struct {
 }
 
 // ICMPairs lists the keys with at least one counted message at a level: per
-// source blockchain when bySrc (else every source together), per destination
-// when byDst; src and dst filter those sides ("" for any). Ordered by source,
+// source blockchain when BySrc (else every source together), per destination
+// when ByDst; Src and Dst filter those sides ("" for any). Ordered by source,
 // then destination.
-func ICMPairs(ctx context.Context, db *store.DB, bySrc, byDst bool, src, dst string) ([]ICMPair, error) {
+func ICMPairs(ctx context.Context, db *store.DB, l ICMLevel) ([]ICMPair, error) {
+	cond, args := l.cond(1)
 	rows, err := db.QueryContext(ctx, `SELECT src, dst, messages FROM metrics_icm_pairs
-		WHERE messages > 0 AND (CASE WHEN $1 THEN src <> '' AND ($2 = '' OR src = $2) ELSE src = '' END)
-		AND (CASE WHEN $3 THEN dst <> '' AND ($4 = '' OR dst = $4) ELSE dst = '' END) ORDER BY src, dst`, bySrc, src, byDst, dst)
+		WHERE messages > 0 AND `+cond+` ORDER BY src, dst`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: icm pairs: %w", err)
 	}
@@ -42,6 +42,55 @@ func ICMPairs(ctx context.Context, db *store.DB, bySrc, byDst bool, src, dst str
 	return out, nil
 }
 
+// ICMLevel is a query's level and filters (see ICMPairs); Key, when set,
+// narrows it to that one key (read by its primary key range).
+type ICMLevel struct {
+	BySrc, ByDst bool
+	Src, Dst     string
+	Key          *ICMPair
+}
+
+// cond is the condition selecting the level's keys, its arguments numbered
+// from n.
+func (l ICMLevel) cond(n int) (string, []any) {
+	if l.Key != nil {
+		return fmt.Sprintf("src = $%d AND dst = $%d", n, n+1), []any{l.Key.Src, l.Key.Dst}
+	}
+	return fmt.Sprintf(`(CASE WHEN $%d THEN src <> '' AND ($%d = '' OR src = $%d) ELSE src = '' END)
+		AND (CASE WHEN $%d THEN dst <> '' AND ($%d = '' OR dst = $%d) ELSE dst = '' END)`, n, n+1, n+1, n+2, n+3, n+3),
+		[]any{l.BySrc, l.Src, l.ByDst, l.Dst}
+}
+
+// ICMLevelCounts reads the counts of every key of a level per bucket in
+// [from, to) (hourly rows when hourly, else daily) in one time-range read, for
+// queries answering many groups: key -> (bucket, messages) ascending.
+func ICMLevelCounts(ctx context.Context, db *store.DB, l ICMLevel, hourly bool, from, to int64) (map[[2]string][][2]int64, error) {
+	table := "metrics_icm_daily"
+	if hourly {
+		table = "metrics_icm_hourly"
+	}
+	cond, args := l.cond(3)
+	rows, err := db.QueryContext(ctx, `SELECT src, dst, bucket, messages FROM `+table+`
+		WHERE bucket >= $1 AND bucket < $2 AND `+cond+` ORDER BY bucket`, append([]any{from, to}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: read %s: %w", table, err)
+	}
+	defer rows.Close()
+	out := map[[2]string][][2]int64{}
+	for rows.Next() {
+		var k [2]string
+		var c [2]int64
+		if err := rows.Scan(&k[0], &k[1], &c[0], &c[1]); err != nil {
+			return nil, fmt.Errorf("metrics: read %s: %w", table, err)
+		}
+		out[k] = append(out[k], c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: read %s: %w", table, err)
+	}
+	return out, nil
+}
+
 // ICMFirst is the start of the hour of the oldest counted message of pair.
 func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 	var first sql.NullInt64
@@ -52,76 +101,56 @@ func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 	return first.Int64, nil
 }
 
-// ICMCounts reads a key's message counts per bucket in [from, to): hourly
-// rows for hour intervals (hourly is true), daily rows otherwise. It returns
-// (bucket start, messages) ascending.
-func ICMCounts(ctx context.Context, db *store.DB, p ICMPair, hourly bool, from, to int64) ([][2]int64, error) {
-	table := "metrics_icm_daily"
-	if hourly {
-		table = "metrics_icm_hourly"
-	}
-	rows, err := db.QueryContext(ctx, `SELECT bucket, messages FROM `+table+`
-		WHERE src = $1 AND dst = $2 AND bucket >= $3 AND bucket < $4 ORDER BY bucket`, p.Src, p.Dst, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("metrics: read %s: %w", table, err)
-	}
-	defer rows.Close()
-	var out [][2]int64
-	for rows.Next() {
-		var c [2]int64
-		if err := rows.Scan(&c[0], &c[1]); err != nil {
-			return nil, fmt.Errorf("metrics: read %s: %w", table, err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: read %s: %w", table, err)
-	}
-	return out, nil
-}
-
-// ICMWindowSums sums a key's hourly counts from each of hourFroms and its
-// daily counts from each of dayFroms (ascending interval starts) up to
-// hourTo and dayTo (exclusive), in the database: one aggregate range read a
-// table, whatever the windows.
-func ICMWindowSums(ctx context.Context, db *store.DB, p ICMPair, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days []int64, err error) {
-	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", p, hourFroms, hourTo); err != nil {
+// ICMWindowSums sums, for every key of a level, its hourly counts from each
+// of hourFroms and its daily counts from each of dayFroms (ascending interval
+// starts) up to hourTo and dayTo (exclusive), in the database: one aggregate
+// time-range read a table, whatever the windows and the number of keys.
+func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days map[[2]string][]int64, err error) {
+	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", l, hourFroms, hourTo); err != nil {
 		return nil, nil, err
 	}
-	if days, err = icmWindowSums(ctx, db, "metrics_icm_daily", p, dayFroms, dayTo); err != nil {
+	if days, err = icmWindowSums(ctx, db, "metrics_icm_daily", l, dayFroms, dayTo); err != nil {
 		return nil, nil, err
 	}
 	return hours, days, nil
 }
 
-func icmWindowSums(ctx context.Context, db *store.DB, table string, p ICMPair, froms []int64, to int64) ([]int64, error) {
-	if len(froms) == 0 {
-		return nil, nil
-	}
+func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
 	// Placeholders numbered in text order (the SQLite rule of the migrations).
-	q := "SELECT "
+	q := "SELECT src, dst"
 	var args []any
-	for i, from := range froms {
-		if i > 0 {
-			q += ", "
-		}
+	for _, from := range froms {
 		args = append(args, from)
-		q += fmt.Sprintf("SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
+		q += fmt.Sprintf(", SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
 	}
 	n := len(args)
-	q += fmt.Sprintf(" FROM %s WHERE src = $%d AND dst = $%d AND bucket >= $%d AND bucket < $%d", table, n+1, n+2, n+3, n+4)
-	args = append(args, p.Src, p.Dst, froms[0], to)
-	sums := make([]sql.NullInt64, len(froms))
-	dst := make([]any, len(sums))
-	for i := range sums {
-		dst[i] = &sums[i]
+	cond, cargs := l.cond(n + 3)
+	q += fmt.Sprintf(" FROM %s WHERE bucket >= $%d AND bucket < $%d AND %s GROUP BY src, dst", table, n+1, n+2, cond)
+	args = append(append(args, froms[0], to), cargs...)
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: icm windows: %w", err)
 	}
-	if err := db.QueryRowContext(ctx, q, args...).Scan(dst...); err != nil {
-		return nil, fmt.Errorf("metrics: icm %s -> %s: %w", p.Src, p.Dst, err)
+	defer rows.Close()
+	out := map[[2]string][]int64{}
+	for rows.Next() {
+		var k [2]string
+		sums := make([]sql.NullInt64, len(froms))
+		dst := []any{&k[0], &k[1]}
+		for i := range sums {
+			dst = append(dst, &sums[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("metrics: icm windows: %w", err)
+		}
+		v := make([]int64, len(sums))
+		for i, s := range sums {
+			v[i] = s.Int64
+		}
+		out[k] = v
 	}
-	out := make([]int64, len(sums))
-	for i, s := range sums {
-		out[i] = s.Int64
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: icm windows: %w", err)
 	}
 	return out, nil
 }

@@ -79,6 +79,25 @@ func (q icmQuery) byDst() bool {
 	return q.Dst != "" || q.GroupBy == "destBlockchainId" || q.GroupBy == "srcBlockchainId,destBlockchainId"
 }
 
+// icmFewGroups: up to this many groups, their counts are read key by key
+// (primary-key ranges); more, in one time-range read of the whole level
+// (every grouped query; devnet-d's tests cover both reads).
+const icmFewGroups = 1
+
+// reads returns the reads answering groups: one per group when they are
+// few, else one for the level.
+func (q icmQuery) reads(groups []rollup.ICMPair) []rollup.ICMLevel {
+	l := rollup.ICMLevel{BySrc: q.bySrc(), ByDst: q.byDst(), Src: q.Src, Dst: q.Dst}
+	if len(groups) > icmFewGroups {
+		return []rollup.ICMLevel{l}
+	}
+	out := make([]rollup.ICMLevel, len(groups))
+	for i := range groups {
+		out[i] = rollup.ICMLevel{Key: &groups[i]}
+	}
+	return out
+}
+
 // group is the (src, dst) a counted key is reported under ("all" for a side
 // aggregated over every blockchain).
 func group(p rollup.ICMPair) [2]string {
@@ -140,7 +159,7 @@ func (h *handlers) knownBlockchain(ctx context.Context, id string) error {
 // icmGroups lists the query's groups: the counted keys at its level, in
 // answer order (source, then destination).
 func (h *handlers) icmGroups(ctx context.Context, q icmQuery) ([]rollup.ICMPair, error) {
-	return rollup.ICMPairs(ctx, h.d.DB, q.bySrc(), q.byDst(), q.Src, q.Dst)
+	return rollup.ICMPairs(ctx, h.d.DB, rollup.ICMLevel{BySrc: q.bySrc(), ByDst: q.byDst(), Src: q.Src, Dst: q.Dst})
 }
 
 // icmTimeseries answers GET /v2/icm/timeseries: ICM messages per interval
@@ -208,18 +227,28 @@ func (h *handlers) icmTimeseries(r *http.Request) (any, error) {
 		return resp, nil
 	}
 	oldest := starts[len(starts)-1]
+	index := map[[2]string]int{}
+	for i, g := range groups {
+		index[[2]string{g.Src, g.Dst}] = i
+	}
 	sums := map[int64][]int64{} // interval start -> count per group
-	for gi, pr := range groups {
-		counts, err := rollup.ICMCounts(ctx, h.d.DB, pr, iv == rollup.Hour, oldest, iv.Next(from))
+	for _, l := range q.reads(groups) {
+		counts, err := rollup.ICMLevelCounts(ctx, h.d.DB, l, iv == rollup.Hour, oldest, iv.Next(from))
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range counts {
-			s := iv.Floor(c[0])
-			if sums[s] == nil {
-				sums[s] = make([]int64, len(groups))
+		for k, cs := range counts {
+			gi, ok := index[k]
+			if !ok {
+				continue // a key without messages now (its count moved away)
 			}
-			sums[s][gi] += c[1]
+			for _, c := range cs {
+				s := iv.Floor(c[0])
+				if sums[s] == nil {
+					sums[s] = make([]int64, len(groups))
+				}
+				sums[s][gi] += c[1]
+			}
 		}
 	}
 	// Fill the page; it stops inside an interval (more of its groups to
@@ -305,19 +334,28 @@ func (h *handlers) icmSummary(r *http.Request) (any, error) {
 		dayFroms = append(dayFroms, day-(n-1)*86400)
 	}
 	list := make([]*ICMWindows, len(groups))
+	index := map[[2]string]*ICMWindows{}
 	for i, pr := range groups {
 		g := group(pr)
-		w := &ICMWindows{AllTime: pr.Messages, SrcBlockchainID: g[0], DestBlockchainID: g[1]}
-		list[i] = w
+		list[i] = &ICMWindows{AllTime: pr.Messages, SrcBlockchainID: g[0], DestBlockchainID: g[1]}
+		index[[2]string{pr.Src, pr.Dst}] = list[i]
+	}
+	for _, l := range q.reads(groups) {
 		if !ok {
-			continue
+			break
 		}
-		hours, days, err := rollup.ICMWindowSums(ctx, h.d.DB, pr, []int64{hour - 23*3600, hour}, hour+3600, dayFroms, day+86400)
+		hours, days, err := rollup.ICMWindowSums(ctx, h.d.DB, l, []int64{hour - 23*3600, hour}, hour+3600, dayFroms, day+86400)
 		if err != nil {
 			return nil, err
 		}
-		w.LastDay, w.LastHour = hours[0], hours[1]
-		w.LastYear, w.Last90Days, w.LastMonth, w.LastWeek = days[0], days[1], days[2], days[3]
+		for k, w := range index {
+			if v, found := hours[k]; found {
+				w.LastDay, w.LastHour = v[0], v[1]
+			}
+			if v, found := days[k]; found {
+				w.LastYear, w.Last90Days, w.LastMonth, w.LastWeek = v[0], v[1], v[2], v[3]
+			}
+		}
 	}
 	if q.GroupBy == "" {
 		if len(list) == 1 {

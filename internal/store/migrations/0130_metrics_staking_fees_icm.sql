@@ -81,6 +81,10 @@ CREATE TABLE IF NOT EXISTS metrics_icm_daily (
     PRIMARY KEY (src, dst, bucket)
 ) WITHOUT ROWID;
 
+-- A query with many groups reads every key of its level in one time range.
+CREATE INDEX IF NOT EXISTS metrics_icm_hourly_time ON metrics_icm_hourly (bucket, src, dst, messages);
+CREATE INDEX IF NOT EXISTS metrics_icm_daily_time ON metrics_icm_daily (bucket, src, dst, messages);
+
 CREATE TABLE IF NOT EXISTS metrics_icm_pairs (
     src       TEXT NOT NULL,
     dst       TEXT NOT NULL,
