@@ -14,7 +14,6 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/api/metrics"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
-	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 // canonicalMessenger is TeleporterMessenger v1.0.0's address; devnet-d's
@@ -161,145 +160,140 @@ func prevInterval(iv string, start int64) int64 {
 // grouped and filtered every documented way and paged, on both backends;
 // devnet-a has no message and answers zeros.
 func TestICMMetrics(t *testing.T) {
-	for _, backend := range storetest.Backends {
-		for _, rec := range v2Recordings {
-			t.Run(backend+"/"+rec, func(t *testing.T) {
-				s := newV2Server(t, rec, backend)
-				msgs, tip := recordedICM(t, s.dir)
-				if rec == "devnet-d" && len(msgs) != 7 {
-					t.Fatalf("%d recorded messages", len(msgs))
-				}
-				var ids []string
-				for _, m := range msgs {
-					ids = append(ids, m.src)
-				}
-				slices.Sort(ids)
-				ids = slices.Compact(ids)
-				type query struct{ src, dst, groupBy string }
-				queries := []query{{}, {groupBy: "srcBlockchainId"}, {groupBy: "destBlockchainId"},
-					{groupBy: "srcBlockchainId,destBlockchainId"}}
-				for _, id := range ids {
-					queries = append(queries, query{src: id}, query{dst: id}, query{src: id, groupBy: "destBlockchainId"})
-				}
-				for _, q := range queries {
-					v := url.Values{}
-					if q.src != "" {
-						v.Set("srcBlockchainId", q.src)
-					}
-					if q.dst != "" {
-						v.Set("destBlockchainId", q.dst)
-					}
-					if q.groupBy != "" {
-						v.Set("groupBy", q.groupBy)
-					}
-					v.Set("network", "fuji")
-					var sel []recordedMessage
-					for _, m := range msgs {
-						if (q.src == "" || m.src == q.src) && (q.dst == "" || m.dst == q.dst) {
-							sel = append(sel, m)
-						}
-					}
-					// Summary: the windows end at the newest EVM block's hour and day.
-					want := map[[2]string]*metrics.ICMWindows{}
-					for _, m := range sel {
-						g := groupOf(m, q.groupBy, q.src, q.dst)
-						w := want[g]
-						if w == nil {
-							w = &metrics.ICMWindows{SrcBlockchainID: g[0], DestBlockchainID: g[1]}
-							want[g] = w
-						}
-						w.AllTime++
-						hours := (floorTo("hour", tip) - floorTo("hour", m.time)) / 3600
-						days := (floorTo("day", tip) - floorTo("day", m.time)) / 86400
-						for _, c := range []struct {
-							in  bool
-							dst *int64
-						}{{hours < 1, &w.LastHour}, {hours < 24, &w.LastDay}, {days < 7, &w.LastWeek},
-							{days < 30, &w.LastMonth}, {days < 90, &w.Last90Days}, {days < 365, &w.LastYear}} {
-							if c.in {
-								*c.dst++
-							}
-						}
-					}
-					path := "/v2/icm/summary?" + v.Encode()
-					if q.groupBy == "" {
-						var r struct{ Result metrics.ICMWindows }
-						s.getOK(t, path, &r)
-						w := want[groupOf(recordedMessage{}, "", q.src, q.dst)]
-						if w == nil {
-							w = &metrics.ICMWindows{SrcBlockchainID: groupOf(recordedMessage{}, "", q.src, q.dst)[0], DestBlockchainID: groupOf(recordedMessage{}, "", q.src, q.dst)[1]}
-						}
-						if r.Result != *w {
-							t.Errorf("%s: %+v, want %+v", path, r.Result, *w)
-						}
-					} else {
-						// A list per group: the document's breakdown examples; its
-						// schema holds one object, so this body is not validated.
-						code, body := s.get(t, path)
-						var r struct{ Result []metrics.ICMWindows }
-						if code != 200 || json.Unmarshal(body, &r) != nil {
-							t.Fatalf("%s: %d %s", path, code, body)
-						}
-						if len(r.Result) != len(want) {
-							t.Errorf("%s: %d groups, want %d", path, len(r.Result), len(want))
-						}
-						for _, got := range r.Result {
-							if w := want[[2]string{got.SrcBlockchainID, got.DestBlockchainID}]; w == nil || got != *w {
-								t.Errorf("%s: %+v, want %+v", path, got, w)
-							}
-						}
-					}
-					// Time series: every group in every interval from the oldest
-					// message's to the tip's, newest first, in pages.
-					for _, iv := range []string{"hour", "day", "week", "month"} {
-						var groups [][2]string
-						counts := map[[3]string]int64{}
-						oldest := tip
-						for _, m := range sel {
-							g := groupOf(m, q.groupBy, q.src, q.dst)
-							if !slices.Contains(groups, g) {
-								groups = append(groups, g)
-							}
-							counts[[3]string{fmt.Sprint(floorTo(iv, m.time)), g[0], g[1]}]++
-							oldest = min(oldest, m.time)
-						}
-						slices.SortFunc(groups, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
-						var exp []metrics.ICMValue
-						if len(groups) > 0 {
-							for st := floorTo(iv, tip); st >= floorTo(iv, oldest); st = prevInterval(iv, st) {
-								for _, g := range groups {
-									exp = append(exp, metrics.ICMValue{Value: counts[[3]string{fmt.Sprint(st), g[0], g[1]}], Timestamp: st,
-										SrcBlockchainID: g[0], DestBlockchainID: g[1]})
-								}
-							}
-						}
-						for _, size := range []int{2160, 1, 3} {
-							vv := url.Values{}
-							for k := range v {
-								vv.Set(k, v.Get(k))
-							}
-							vv.Set("timeInterval", iv)
-							vv.Set("pageSize", fmt.Sprint(size))
-							path := "/v2/icm/timeseries?" + vv.Encode()
-							var got []metrics.ICMValue
-							for page := 0; page < 200; page++ {
-								var r metrics.ICMSeriesResponse
-								s.getOK(t, path, &r)
-								got = append(got, r.Results...)
-								if r.NextPageToken == "" {
-									break
-								}
-								path = "/v2/icm/timeseries?pageToken=" + r.NextPageToken
-							}
-							if !slices.Equal(got, exp) {
-								t.Errorf("%s:\n got %v\nwant %v", path, got, exp)
-							}
-						}
-					}
-				}
-			})
+	forEachV2(t, func(t *testing.T, s *v2Server) {
+		msgs, tip := recordedICM(t, s.dir)
+		if s.rec == "devnet-d" && len(msgs) != 7 {
+			t.Fatalf("%d recorded messages", len(msgs))
 		}
-	}
+		var ids []string
+		for _, m := range msgs {
+			ids = append(ids, m.src)
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		type query struct{ src, dst, groupBy string }
+		queries := []query{{}, {groupBy: "srcBlockchainId"}, {groupBy: "destBlockchainId"},
+			{groupBy: "srcBlockchainId,destBlockchainId"}}
+		for _, id := range ids {
+			queries = append(queries, query{src: id}, query{dst: id}, query{src: id, groupBy: "destBlockchainId"})
+		}
+		for _, q := range queries {
+			v := url.Values{}
+			if q.src != "" {
+				v.Set("srcBlockchainId", q.src)
+			}
+			if q.dst != "" {
+				v.Set("destBlockchainId", q.dst)
+			}
+			if q.groupBy != "" {
+				v.Set("groupBy", q.groupBy)
+			}
+			v.Set("network", "fuji")
+			var sel []recordedMessage
+			for _, m := range msgs {
+				if (q.src == "" || m.src == q.src) && (q.dst == "" || m.dst == q.dst) {
+					sel = append(sel, m)
+				}
+			}
+			// Summary: the windows end at the newest EVM block's hour and day.
+			want := map[[2]string]*metrics.ICMWindows{}
+			for _, m := range sel {
+				g := groupOf(m, q.groupBy, q.src, q.dst)
+				w := want[g]
+				if w == nil {
+					w = &metrics.ICMWindows{SrcBlockchainID: g[0], DestBlockchainID: g[1]}
+					want[g] = w
+				}
+				w.AllTime++
+				hours := (floorTo("hour", tip) - floorTo("hour", m.time)) / 3600
+				days := (floorTo("day", tip) - floorTo("day", m.time)) / 86400
+				for _, c := range []struct {
+					in  bool
+					dst *int64
+				}{{hours < 1, &w.LastHour}, {hours < 24, &w.LastDay}, {days < 7, &w.LastWeek},
+					{days < 30, &w.LastMonth}, {days < 90, &w.Last90Days}, {days < 365, &w.LastYear}} {
+					if c.in {
+						*c.dst++
+					}
+				}
+			}
+			path := "/v2/icm/summary?" + v.Encode()
+			if q.groupBy == "" {
+				var r struct{ Result metrics.ICMWindows }
+				s.getOK(t, path, &r)
+				w := want[groupOf(recordedMessage{}, "", q.src, q.dst)]
+				if w == nil {
+					w = &metrics.ICMWindows{SrcBlockchainID: groupOf(recordedMessage{}, "", q.src, q.dst)[0], DestBlockchainID: groupOf(recordedMessage{}, "", q.src, q.dst)[1]}
+				}
+				if r.Result != *w {
+					t.Errorf("%s: %+v, want %+v", path, r.Result, *w)
+				}
+			} else {
+				// A list per group: the document's breakdown examples; its
+				// schema holds one object, so this body is not validated.
+				code, body := s.get(t, path)
+				var r struct{ Result []metrics.ICMWindows }
+				if code != 200 || json.Unmarshal(body, &r) != nil {
+					t.Fatalf("%s: %d %s", path, code, body)
+				}
+				if len(r.Result) != len(want) {
+					t.Errorf("%s: %d groups, want %d", path, len(r.Result), len(want))
+				}
+				for _, got := range r.Result {
+					if w := want[[2]string{got.SrcBlockchainID, got.DestBlockchainID}]; w == nil || got != *w {
+						t.Errorf("%s: %+v, want %+v", path, got, w)
+					}
+				}
+			}
+			// Time series: every group in every interval from the oldest
+			// message's to the tip's, newest first, in pages.
+			for _, iv := range []string{"hour", "day", "week", "month"} {
+				var groups [][2]string
+				counts := map[[3]string]int64{}
+				oldest := tip
+				for _, m := range sel {
+					g := groupOf(m, q.groupBy, q.src, q.dst)
+					if !slices.Contains(groups, g) {
+						groups = append(groups, g)
+					}
+					counts[[3]string{fmt.Sprint(floorTo(iv, m.time)), g[0], g[1]}]++
+					oldest = min(oldest, m.time)
+				}
+				slices.SortFunc(groups, func(a, b [2]string) int { return strings.Compare(a[0]+a[1], b[0]+b[1]) })
+				var exp []metrics.ICMValue
+				if len(groups) > 0 {
+					for st := floorTo(iv, tip); st >= floorTo(iv, oldest); st = prevInterval(iv, st) {
+						for _, g := range groups {
+							exp = append(exp, metrics.ICMValue{Value: counts[[3]string{fmt.Sprint(st), g[0], g[1]}], Timestamp: st,
+								SrcBlockchainID: g[0], DestBlockchainID: g[1]})
+						}
+					}
+				}
+				for _, size := range []int{2160, 1, 3} {
+					vv := url.Values{}
+					for k := range v {
+						vv.Set(k, v.Get(k))
+					}
+					vv.Set("timeInterval", iv)
+					vv.Set("pageSize", fmt.Sprint(size))
+					path := "/v2/icm/timeseries?" + vv.Encode()
+					var got []metrics.ICMValue
+					for page := 0; page < 200; page++ {
+						var r metrics.ICMSeriesResponse
+						s.getOK(t, path, &r)
+						got = append(got, r.Results...)
+						if r.NextPageToken == "" {
+							break
+						}
+						path = "/v2/icm/timeseries?pageToken=" + r.NextPageToken
+					}
+					if !slices.Equal(got, exp) {
+						t.Errorf("%s:\n got %v\nwant %v", path, got, exp)
+					}
+				}
+			}
+		}
+	})
 }
 
 // TestICMMetricsBadInput: bad parameters are 400s naming them, an unknown

@@ -12,7 +12,6 @@ import (
 	"github.com/ava-labs/avalanchego/vms/platformvm/warp/payload"
 
 	"github.com/permafrost-dev/permafrost/internal/devnet"
-	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 // l1Deposits is what the recorded P-chain txs put into each L1 validation:
@@ -72,108 +71,103 @@ func recordedDeposits(t *testing.T, calls devnet.Calls) l1Deposits {
 // subnet's series are compared where every validation behind them is
 // answered for; the total is the sum of the subnets'.
 func TestL1FeeMetrics(t *testing.T) {
-	for _, backend := range storetest.Backends {
-		for _, rec := range v2Recordings {
-			t.Run(backend+"/"+rec, func(t *testing.T) {
-				s := newV2Server(t, rec, backend)
-				dep := recordedDeposits(t, s.p)
-				want := map[ids.ID]uint64{}
-				for _, x := range s.p.Method("platform.getL1Validator") {
-					if x.Response.Result == nil {
-						continue // a removed validation: not found
-					}
-					var r struct {
-						ValidationID ids.ID `json:"validationID"`
-						Balance      string `json:"balance"`
-					}
-					devnet.Result(t, x, &r)
-					if dep.disabled[r.ValidationID] {
-						continue
-					}
-					bal := mustBig(t, r.Balance).Uint64()
-					if dep.paid[r.ValidationID] < bal {
-						t.Fatalf("%s: balance %d above its deposits %d", r.ValidationID, bal, dep.paid[r.ValidationID])
-					}
-					want[r.ValidationID] = dep.paid[r.ValidationID] - bal
-				}
-				if len(want) < 2 {
-					t.Fatalf("%d L1 validations answered for", len(want))
-				}
-				sumSeries := func(path string) (cum, daily string, days int) {
-					var c, d series
-					s.getOK(t, path+"CumulativeFeesDaily", &c)
-					s.getOK(t, path+"FeesDaily", &d)
-					var sum big.Int
-					for _, p := range d.Results {
-						sum.Add(&sum, mustBig(t, p.Value.String()))
-					}
-					return c.newest(t, path), sum.String(), len(d.Results)
-				}
-				for id, w := range want {
-					cum, daily, _ := sumSeries("/v2/validation/" + id.String() + "/metrics/validation")
-					if cum != fmt.Sprint(w) || daily != fmt.Sprint(w) {
-						t.Errorf("validation %s paid %s (cumulative), %s (sum of days); node's balance says %d", id, cum, daily, w)
-					}
-				}
-				// Nodes and subnets all of whose validations the node answered for.
-				for _, by := range []struct {
-					of    map[ids.ID]string
-					route string
-				}{{dep.node, "/v2/validator/%s/metrics/perNode%s"}, {dep.subnet, "/v2/subnet/%s/metrics/perSubnet%s"}} {
-					total, complete, paying := map[string]uint64{}, map[string]bool{}, map[string]int{}
-					for id, key := range by.of {
-						if _, ok := complete[key]; !ok {
-							complete[key] = true
-						}
-						w, ok := want[id]
-						complete[key] = complete[key] && ok
-						total[key] += w
-						if w > 0 {
-							paying[key]++
-						}
-					}
-					compared := 0
-					for key, ok := range complete {
-						if !ok {
-							continue
-						}
-						compared++
-						var cum, daily series
-						s.getOK(t, fmt.Sprintf(by.route, key, "CumulativeFeesPaid"), &cum)
-						s.getOK(t, fmt.Sprintf(by.route, key, "DailyFeesPaid"), &daily)
-						if got := cum.newest(t, key); got != fmt.Sprint(total[key]) {
-							t.Errorf("%s: cumulative fees %s, node's balances say %d", key, got, total[key])
-						}
-						if by.route[4] == 's' && len(daily.Results) == 1 { // one day recorded: its payers are all payers
-							var p series
-							s.getOK(t, fmt.Sprintf(by.route, key, "PayingValidators"), &p)
-							if got := p.newest(t, key); got != fmt.Sprint(paying[key]) {
-								t.Errorf("%s: %s paying validators, node's balances say %d", key, got, paying[key])
-							}
-						}
-					}
-					// Every node is answered for; devnet-a's one L1 has a removed
-					// validation (its refund is not in the answers), devnet-d's
-					// second L1 none.
-					if compared == 0 && (by.route[4] == 'v' || rec == "devnet-d") {
-						t.Errorf("%s: no scope with every validation answered for", by.route)
-					}
-				}
-				// The total is the sum of the subnets'.
-				var tot series
-				s.getOK(t, "/v2/validators/metrics/totalCumulativeFeesDaily", &tot)
-				var sum big.Int
-				for _, subnet := range uniq(dep.subnet) {
-					var c series
-					s.getOK(t, "/v2/subnet/"+subnet+"/metrics/perSubnetCumulativeFeesPaid", &c)
-					sum.Add(&sum, mustBig(t, c.newest(t, subnet)))
-				}
-				if got := tot.newest(t, "total"); got != sum.String() {
-					t.Errorf("total cumulative fees %s, sum of the subnets' %s", got, sum.String())
-				}
-			})
+	forEachV2(t, func(t *testing.T, s *v2Server) {
+		dep := recordedDeposits(t, s.p)
+		want := map[ids.ID]uint64{}
+		for _, x := range s.p.Method("platform.getL1Validator") {
+			if x.Response.Result == nil {
+				continue // a removed validation: not found
+			}
+			var r struct {
+				ValidationID ids.ID `json:"validationID"`
+				Balance      string `json:"balance"`
+			}
+			devnet.Result(t, x, &r)
+			if dep.disabled[r.ValidationID] {
+				continue
+			}
+			bal := mustBig(t, r.Balance).Uint64()
+			if dep.paid[r.ValidationID] < bal {
+				t.Fatalf("%s: balance %d above its deposits %d", r.ValidationID, bal, dep.paid[r.ValidationID])
+			}
+			want[r.ValidationID] = dep.paid[r.ValidationID] - bal
 		}
-	}
+		if len(want) < 2 {
+			t.Fatalf("%d L1 validations answered for", len(want))
+		}
+		sumSeries := func(path string) (cum, daily string, days int) {
+			var c, d series
+			s.getOK(t, path+"CumulativeFeesDaily", &c)
+			s.getOK(t, path+"FeesDaily", &d)
+			var sum big.Int
+			for _, p := range d.Results {
+				sum.Add(&sum, mustBig(t, p.Value.String()))
+			}
+			return c.newest(t, path), sum.String(), len(d.Results)
+		}
+		for id, w := range want {
+			cum, daily, _ := sumSeries("/v2/validation/" + id.String() + "/metrics/validation")
+			if cum != fmt.Sprint(w) || daily != fmt.Sprint(w) {
+				t.Errorf("validation %s paid %s (cumulative), %s (sum of days); node's balance says %d", id, cum, daily, w)
+			}
+		}
+		// Nodes and subnets all of whose validations the node answered for.
+		for _, by := range []struct {
+			of    map[ids.ID]string
+			route string
+		}{{dep.node, "/v2/validator/%s/metrics/perNode%s"}, {dep.subnet, "/v2/subnet/%s/metrics/perSubnet%s"}} {
+			total, complete, paying := map[string]uint64{}, map[string]bool{}, map[string]int{}
+			for id, key := range by.of {
+				if _, ok := complete[key]; !ok {
+					complete[key] = true
+				}
+				w, ok := want[id]
+				complete[key] = complete[key] && ok
+				total[key] += w
+				if w > 0 {
+					paying[key]++
+				}
+			}
+			compared := 0
+			for key, ok := range complete {
+				if !ok {
+					continue
+				}
+				compared++
+				var cum, daily series
+				s.getOK(t, fmt.Sprintf(by.route, key, "CumulativeFeesPaid"), &cum)
+				s.getOK(t, fmt.Sprintf(by.route, key, "DailyFeesPaid"), &daily)
+				if got := cum.newest(t, key); got != fmt.Sprint(total[key]) {
+					t.Errorf("%s: cumulative fees %s, node's balances say %d", key, got, total[key])
+				}
+				if by.route[4] == 's' && len(daily.Results) == 1 { // one day recorded: its payers are all payers
+					var p series
+					s.getOK(t, fmt.Sprintf(by.route, key, "PayingValidators"), &p)
+					if got := p.newest(t, key); got != fmt.Sprint(paying[key]) {
+						t.Errorf("%s: %s paying validators, node's balances say %d", key, got, paying[key])
+					}
+				}
+			}
+			// Every node is answered for; devnet-a's one L1 has a removed
+			// validation (its refund is not in the answers), devnet-d's
+			// second L1 none.
+			if compared == 0 && (by.route[4] == 'v' || s.rec == "devnet-d") {
+				t.Errorf("%s: no scope with every validation answered for", by.route)
+			}
+		}
+		// The total is the sum of the subnets'.
+		var tot series
+		s.getOK(t, "/v2/validators/metrics/totalCumulativeFeesDaily", &tot)
+		var sum big.Int
+		for _, subnet := range uniq(dep.subnet) {
+			var c series
+			s.getOK(t, "/v2/subnet/"+subnet+"/metrics/perSubnetCumulativeFeesPaid", &c)
+			sum.Add(&sum, mustBig(t, c.newest(t, subnet)))
+		}
+		if got := tot.newest(t, "total"); got != sum.String() {
+			t.Errorf("total cumulative fees %s, sum of the subnets' %s", got, sum.String())
+		}
+	})
 }
 
 func uniq(m map[ids.ID]string) []string {

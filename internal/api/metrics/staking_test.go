@@ -70,6 +70,15 @@ func newV2Server(t *testing.T, rec, backend string) *v2Server {
 		p: devnet.LoadRPCIn(t, e.Dir, devnet.P), spec: loadMetricsDoc(t)}
 }
 
+// forEachV2 runs body on each recording's index on each backend.
+func forEachV2(t *testing.T, body func(t *testing.T, s *v2Server)) {
+	for _, backend := range storetest.Backends {
+		for _, rec := range v2Recordings {
+			t.Run(backend+"/"+rec, func(t *testing.T) { body(t, newV2Server(t, rec, backend)) })
+		}
+	}
+}
+
 // getOK asks path, checks a 200 valid against the document, and decodes it.
 func (s *v2Server) getOK(t *testing.T, path string, out any) {
 	t.Helper()
@@ -132,63 +141,58 @@ func currentValidators(t *testing.T, calls devnet.Calls, subnet string) recorded
 // network, a permissioned subnet and an L1 of each recording, on both
 // backends.
 func TestStakingMetricsAtTip(t *testing.T) {
-	for _, backend := range storetest.Backends {
-		for _, rec := range v2Recordings {
-			t.Run(backend+"/"+rec, func(t *testing.T) {
-				s := newV2Server(t, rec, backend)
-				var subnets []string
-				for _, x := range s.p.Method("platform.getCurrentValidators") {
-					var p struct {
-						SubnetID string   `json:"subnetID"`
-						NodeIDs  []string `json:"nodeIDs"`
-					}
-					devnet.Params(t, x, &p)
-					if p.SubnetID != "" && p.NodeIDs == nil && x.Response.Result != nil {
-						subnets = append(subnets, p.SubnetID)
-					}
-				}
-				if len(subnets) < 3 {
-					t.Fatalf("recorded subnets %v", subnets)
-				}
-				for _, subnet := range subnets {
-					// A subnet the node does not know (getSubnet: not found)
-					// has no validators there and is a 404 here.
-					if x := s.p.Method("platform.getSubnet", devnet.ParamsEqual(fmt.Sprintf(`{"subnetID":%q}`, subnet))); len(x) > 0 &&
-						x[0].Response.Error != nil && x[0].Response.Error.Message == "not found" {
-						code, body := s.get(t, "/v2/networks/testnet/metrics/validatorCount?subnetId="+subnet)
-						checkError(t, code, body, http.StatusNotFound, subnet)
-						continue
-					}
-					r := currentValidators(t, s.p, subnet)
-					var vw, dw big.Int
-					var dc int64
-					for _, v := range r.Validators {
-						vw.Add(&vw, mustBig(t, v.Weight))
-						if v.DelegatorCount != "" {
-							n, _ := strconv.ParseInt(v.DelegatorCount, 10, 64)
-							dc += n
-							dw.Add(&dw, mustBig(t, v.DelegatorWeight))
-						}
-					}
-					want := map[string]string{
-						"validatorCount": fmt.Sprint(len(r.Validators)), "validatorWeight": vw.String(),
-						"delegatorCount": fmt.Sprint(dc), "delegatorWeight": dw.String(),
-					}
-					for metric, w := range want {
-						var got series
-						q := "?subnetId=" + subnet
-						if subnet == constants.PrimaryNetworkID.String() {
-							q = "" // the default
-						}
-						s.getOK(t, "/v2/networks/testnet/metrics/"+metric+q, &got)
-						if v := got.newest(t, metric); v != w {
-							t.Errorf("%s of %s at the tip = %s, node says %s", metric, subnet, v, w)
-						}
-					}
-				}
-			})
+	forEachV2(t, func(t *testing.T, s *v2Server) {
+		var subnets []string
+		for _, x := range s.p.Method("platform.getCurrentValidators") {
+			var p struct {
+				SubnetID string   `json:"subnetID"`
+				NodeIDs  []string `json:"nodeIDs"`
+			}
+			devnet.Params(t, x, &p)
+			if p.SubnetID != "" && p.NodeIDs == nil && x.Response.Result != nil {
+				subnets = append(subnets, p.SubnetID)
+			}
 		}
-	}
+		if len(subnets) < 3 {
+			t.Fatalf("recorded subnets %v", subnets)
+		}
+		for _, subnet := range subnets {
+			// A subnet the node does not know (getSubnet: not found)
+			// has no validators there and is a 404 here.
+			if x := s.p.Method("platform.getSubnet", devnet.ParamsEqual(fmt.Sprintf(`{"subnetID":%q}`, subnet))); len(x) > 0 &&
+				x[0].Response.Error != nil && x[0].Response.Error.Message == "not found" {
+				code, body := s.get(t, "/v2/networks/testnet/metrics/validatorCount?subnetId="+subnet)
+				checkError(t, code, body, http.StatusNotFound, subnet)
+				continue
+			}
+			r := currentValidators(t, s.p, subnet)
+			var vw, dw big.Int
+			var dc int64
+			for _, v := range r.Validators {
+				vw.Add(&vw, mustBig(t, v.Weight))
+				if v.DelegatorCount != "" {
+					n, _ := strconv.ParseInt(v.DelegatorCount, 10, 64)
+					dc += n
+					dw.Add(&dw, mustBig(t, v.DelegatorWeight))
+				}
+			}
+			want := map[string]string{
+				"validatorCount": fmt.Sprint(len(r.Validators)), "validatorWeight": vw.String(),
+				"delegatorCount": fmt.Sprint(dc), "delegatorWeight": dw.String(),
+			}
+			for metric, w := range want {
+				var got series
+				q := "?subnetId=" + subnet
+				if subnet == constants.PrimaryNetworkID.String() {
+					q = "" // the default
+				}
+				s.getOK(t, "/v2/networks/testnet/metrics/"+metric+q, &got)
+				if v := got.newest(t, metric); v != w {
+					t.Errorf("%s of %s at the tip = %s, node says %s", metric, subnet, v, w)
+				}
+			}
+		}
+	})
 }
 
 func mustBig(t *testing.T, s string) *big.Int {
@@ -244,113 +248,108 @@ func TestStakingMetricsBadInput(t *testing.T) {
 // paged; a time frame after the short validations leaves only the genesis
 // validators.
 func TestValidatorAddresses(t *testing.T) {
-	for _, backend := range storetest.Backends {
-		for _, rec := range v2Recordings {
-			t.Run(backend+"/"+rec, func(t *testing.T) {
-				s := newV2Server(t, rec, backend)
-				var netInfo struct{ HRP string }
-				b, err := os.ReadFile(filepath.Join(s.dir, "network.json"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := json.Unmarshal(b, &netInfo); err != nil {
-					t.Fatal(err)
-				}
-				type want struct {
-					time, end int64
-					txID      string
-					addrs     []string
-				}
-				var all []want
-				inBlock := map[string]bool{}
-				for _, blk := range devnet.PBlocks(t, s.p) {
-					bb, ok := blk.(block.BanffBlock)
-					if !ok {
-						continue
-					}
-					for _, tx := range blk.Txs() {
-						inBlock[tx.ID().String()] = true
-						v, ok := tx.Unsigned.(*txs.AddPermissionlessValidatorTx)
-						if !ok || v.Subnet != constants.PrimaryNetworkID {
-							continue
-						}
-						o := v.ValidatorRewardsOwner.(*secp256k1fx.OutputOwners)
-						var addrs []string
-						for _, a := range o.Addrs {
-							f, err := address.Format("P", netInfo.HRP, a.Bytes())
-							if err != nil {
-								t.Fatal(err)
-							}
-							addrs = append(addrs, f)
-						}
-						all = append(all, want{bb.Timestamp().Unix(), v.EndTime().Unix(), tx.ID().String(), addrs})
-					}
-				}
-				genesisEnd := int64(0)
-				for _, v := range currentValidators(t, s.p, constants.PrimaryNetworkID.String()).Validators {
-					if inBlock[v.TxID] {
-						continue
-					}
-					start, _ := strconv.ParseInt(v.StartTime, 10, 64)
-					all = append(all, want{time: start, end: 1 << 62, txID: v.TxID, addrs: v.RewardOwner.Addresses})
-					genesisEnd = max(genesisEnd, start)
-				}
-				sort.Slice(all, func(i, j int) bool {
-					if all[i].time != all[j].time {
-						return all[i].time < all[j].time
-					}
-					return all[i].txID < all[j].txID
-				})
-				if len(all) < 4 {
-					t.Fatalf("%d recorded validator txs", len(all))
-				}
-				lastEnd := int64(0)
-				for _, w := range all {
-					if w.end < 1<<62 {
-						lastEnd = max(lastEnd, w.end)
-					}
-				}
-				base := "/v2/subnets/" + constants.PrimaryNetworkID.String() + "/validators:getAddresses"
-				for _, c := range []struct {
-					query string
-					keep  func(w want) bool
-				}{
-					{"", func(want) bool { return true }},
-					{"?startTimestamp=" + fmt.Sprint(lastEnd+1), func(w want) bool { return w.end > lastEnd }},
-					{"?endTimestamp=" + fmt.Sprint(genesisEnd), func(w want) bool { return w.time <= genesisEnd }},
-				} {
-					var exp []metrics.AddressDetails
-					for _, w := range all {
-						if c.keep(w) {
-							exp = append(exp, metrics.AddressDetails{Addresses: w.addrs, SortKey: fmt.Sprint(w.time)})
-						}
-					}
-					// One page, and pages of one.
-					for _, size := range []int{1000, 1} {
-						var got []metrics.AddressDetails
-						path := base + c.query
-						sep := "?"
-						if c.query != "" {
-							sep = "&"
-						}
-						path += sep + "pageSize=" + fmt.Sprint(size)
-						for page := 0; page < 20; page++ {
-							var r metrics.AddressesResponse
-							s.getOK(t, path, &r)
-							got = append(got, r.Addresses...)
-							if r.NextPageToken == "" {
-								break
-							}
-							path = base + "?pageToken=" + r.NextPageToken
-						}
-						if !slices.EqualFunc(got, exp, func(a, b metrics.AddressDetails) bool {
-							return a.SortKey == b.SortKey && slices.Equal(a.Addresses, b.Addresses)
-						}) {
-							t.Errorf("%s pageSize %d:\n got %v\nwant %v", c.query, size, got, exp)
-						}
-					}
-				}
-			})
+	forEachV2(t, func(t *testing.T, s *v2Server) {
+		var netInfo struct{ HRP string }
+		b, err := os.ReadFile(filepath.Join(s.dir, "network.json"))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := json.Unmarshal(b, &netInfo); err != nil {
+			t.Fatal(err)
+		}
+		type want struct {
+			time, end int64
+			txID      string
+			addrs     []string
+		}
+		var all []want
+		inBlock := map[string]bool{}
+		for _, blk := range devnet.PBlocks(t, s.p) {
+			bb, ok := blk.(block.BanffBlock)
+			if !ok {
+				continue
+			}
+			for _, tx := range blk.Txs() {
+				inBlock[tx.ID().String()] = true
+				v, ok := tx.Unsigned.(*txs.AddPermissionlessValidatorTx)
+				if !ok || v.Subnet != constants.PrimaryNetworkID {
+					continue
+				}
+				o := v.ValidatorRewardsOwner.(*secp256k1fx.OutputOwners)
+				var addrs []string
+				for _, a := range o.Addrs {
+					f, err := address.Format("P", netInfo.HRP, a.Bytes())
+					if err != nil {
+						t.Fatal(err)
+					}
+					addrs = append(addrs, f)
+				}
+				all = append(all, want{bb.Timestamp().Unix(), v.EndTime().Unix(), tx.ID().String(), addrs})
+			}
+		}
+		genesisEnd := int64(0)
+		for _, v := range currentValidators(t, s.p, constants.PrimaryNetworkID.String()).Validators {
+			if inBlock[v.TxID] {
+				continue
+			}
+			start, _ := strconv.ParseInt(v.StartTime, 10, 64)
+			all = append(all, want{time: start, end: 1 << 62, txID: v.TxID, addrs: v.RewardOwner.Addresses})
+			genesisEnd = max(genesisEnd, start)
+		}
+		sort.Slice(all, func(i, j int) bool {
+			if all[i].time != all[j].time {
+				return all[i].time < all[j].time
+			}
+			return all[i].txID < all[j].txID
+		})
+		if len(all) < 4 {
+			t.Fatalf("%d recorded validator txs", len(all))
+		}
+		lastEnd := int64(0)
+		for _, w := range all {
+			if w.end < 1<<62 {
+				lastEnd = max(lastEnd, w.end)
+			}
+		}
+		base := "/v2/subnets/" + constants.PrimaryNetworkID.String() + "/validators:getAddresses"
+		for _, c := range []struct {
+			query string
+			keep  func(w want) bool
+		}{
+			{"", func(want) bool { return true }},
+			{"?startTimestamp=" + fmt.Sprint(lastEnd+1), func(w want) bool { return w.end > lastEnd }},
+			{"?endTimestamp=" + fmt.Sprint(genesisEnd), func(w want) bool { return w.time <= genesisEnd }},
+		} {
+			var exp []metrics.AddressDetails
+			for _, w := range all {
+				if c.keep(w) {
+					exp = append(exp, metrics.AddressDetails{Addresses: w.addrs, SortKey: fmt.Sprint(w.time)})
+				}
+			}
+			// One page, and pages of one.
+			for _, size := range []int{1000, 1} {
+				var got []metrics.AddressDetails
+				path := base + c.query
+				sep := "?"
+				if c.query != "" {
+					sep = "&"
+				}
+				path += sep + "pageSize=" + fmt.Sprint(size)
+				for page := 0; page < 20; page++ {
+					var r metrics.AddressesResponse
+					s.getOK(t, path, &r)
+					got = append(got, r.Addresses...)
+					if r.NextPageToken == "" {
+						break
+					}
+					path = base + "?pageToken=" + r.NextPageToken
+				}
+				if !slices.EqualFunc(got, exp, func(a, b metrics.AddressDetails) bool {
+					return a.SortKey == b.SortKey && slices.Equal(a.Addresses, b.Addresses)
+				}) {
+					t.Errorf("%s pageSize %d:\n got %v\nwant %v", c.query, size, got, exp)
+				}
+			}
+		}
+	})
 }
