@@ -72,7 +72,12 @@ const maxLine = 64 << 20
 // readLines decodes every non-empty line of a .jsonl file of the recording.
 func readLines[T any](t testing.TB, name string) []T {
 	t.Helper()
-	path := Path(t, name)
+	return readLinesAt[T](t, Path(t, name))
+}
+
+// readLinesAt decodes every non-empty line of the .jsonl file at path.
+func readLinesAt[T any](t testing.TB, path string) []T {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatalf("devnet: %v", err)

@@ -3,6 +3,7 @@ package devnet
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -72,6 +73,14 @@ func LoadRPC(t testing.TB, file string) Calls {
 		t.Fatalf("devnet: unknown endpoint file %q (known: %s, %s, %s, %s, %s)", file, Info, P, X, CRPC, CAvax)
 	}
 	return readLines[Exchange](t, "rpc/"+file)
+}
+
+// LoadRPCIn reads rpc/<file> of the recording in directory dir (another
+// bundled recording, such as testdata/devnet-d; any endpoint file, an L1's
+// ext_bc_<blockchainID>_rpc.jsonl included).
+func LoadRPCIn(t testing.TB, dir, file string) Calls {
+	t.Helper()
+	return readLinesAt[Exchange](t, filepath.Join(dir, "rpc", file))
 }
 
 // Match selects exchanges.

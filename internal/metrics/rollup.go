@@ -55,6 +55,11 @@ type Rollup struct {
 	nft     holderWriter
 	evm     evmRollup
 	pending pendingCounts
+	// Metrics API v2 (issue #21 part B): P-chain staking and L1 fees, EVM
+	// chains' ICM message counts.
+	staking stakingRollup
+	fees    feeRollup
+	icm     icmRollup
 }
 
 // pendingCounts are the rollup changes of the blocks applied since the last
@@ -113,15 +118,21 @@ func WithRollup(chainKey, kind string, inner ingest.Indexer, opts ...Option) ing
 var (
 	rollupTables = []string{"metrics_chains", "metrics_tx_hourly", "metrics_tx_daily"}
 	nftTables    = []string{"metrics_nft_holders", "metrics_nft_collections"}
+	pTables      = []string{"metrics_staking_daily", "metrics_l1_fees_daily", "metrics_l1_fees_subnet_daily", "metrics_l1_fees_total_daily"}
+	icmTables    = []string{"metrics_icm_messages", "metrics_icm_hourly", "metrics_icm_daily", "metrics_icm_pairs"}
 )
 
 // DerivedTables is the inner indexer's tables plus the rollups.
 func (r *Rollup) DerivedTables() []string {
 	out := append([]string(nil), r.inner.DerivedTables()...)
 	out = append(out, rollupTables...)
-	if r.kind == KindEVM {
+	switch r.kind {
+	case KindEVM:
 		out = append(out, nftTables...)
 		out = append(out, evmTables...)
+		out = append(out, icmTables...)
+	case KindP:
+		out = append(out, pTables...)
 	}
 	return out
 }
@@ -152,6 +163,11 @@ func (r *Rollup) Prepare(b *ingest.RawBlock) {
 // Apply indexes b with the inner indexer, then notes its rollup changes
 // (written by Flush, in the same transaction).
 func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) error {
+	if r.kind == KindP {
+		if err := r.fees.before(ctx, tx, int64(b.Height)); err != nil {
+			return fmt.Errorf("metrics %s: block %d: L1 fees: %w", r.chain, b.Height, err)
+		}
+	}
 	if err := r.inner.Apply(ctx, tx, b); err != nil {
 		return err
 	}
@@ -173,11 +189,20 @@ func (r *Rollup) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) err
 		return fmt.Errorf("metrics %s: block %d: read block row: %w", r.chain, b.Height, err)
 	}
 	r.pending.add(ts, n, int64(b.Height))
-	if r.kind == KindEVM {
+	switch r.kind {
+	case KindEVM:
 		if err := r.nft.touch(ctx, tx, r.chain, int64(b.Height)); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, b.Height, err)
 		}
 		r.evm.note(int64(b.Height))
+		r.icm.add(int64(b.Height))
+	case KindP:
+		if err := r.staking.apply(ctx, tx, int64(b.Height), ts); err != nil {
+			return fmt.Errorf("metrics %s: block %d: staking: %w", r.chain, b.Height, err)
+		}
+		if err := r.fees.after(ctx, tx, int64(b.Height), ts); err != nil {
+			return fmt.Errorf("metrics %s: block %d: L1 fees: %w", r.chain, b.Height, err)
+		}
 	}
 	return nil
 }
@@ -209,13 +234,24 @@ func (r *Rollup) Flush(ctx context.Context, tx *store.Tx) error {
 	if _, err := tx.Exec(ctx, upChain, r.chain, p.first, p.tip, p.height, r.now().Unix()); err != nil {
 		return fmt.Errorf("metrics %s: block %d: chain span: %w", r.chain, p.height, err)
 	}
-	if r.kind == KindEVM {
+	switch r.kind {
+	case KindEVM:
 		if err := r.nft.flush(ctx, tx, r.chain); err != nil {
 			return fmt.Errorf("metrics %s: block %d: nft holders: %w", r.chain, p.height, err)
 		}
 		defer r.evm.reset()
 		if err := r.evm.flush(ctx, tx, r.chain); err != nil {
 			return fmt.Errorf("metrics %s: block %d: chain metrics: %w", r.chain, p.height, err)
+		}
+		if err := r.icm.flush(ctx, tx, r.chain); err != nil {
+			return fmt.Errorf("metrics %s: block %d: icm: %w", r.chain, p.height, err)
+		}
+	case KindP:
+		if err := r.staking.flush(ctx, tx); err != nil {
+			return fmt.Errorf("metrics %s: block %d: %w", r.chain, p.height, err)
+		}
+		if err := r.fees.flush(ctx, tx); err != nil {
+			return fmt.Errorf("metrics %s: block %d: %w", r.chain, p.height, err)
 		}
 	}
 	return nil
@@ -227,5 +263,8 @@ func (r *Rollup) Discard() {
 	r.pending.reset()
 	r.nft.discard()
 	r.evm.reset()
+	r.staking.discard()
+	r.fees.discard()
+	r.icm.discard()
 	ingest.Discard(r.inner)
 }

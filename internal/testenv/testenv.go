@@ -25,7 +25,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
-// Env is an ingested devnet-a index.
+// Env is an ingested index of a bundled recording (devnet-a unless named).
 type Env struct {
 	DB      *store.DB
 	Network *api.Network
@@ -33,19 +33,21 @@ type Env struct {
 	Chains  *chains.Set
 	// NodeURL is the replay node's base URL (it stays up for the test binary).
 	NodeURL string
-	// Dir is the recording directory (testdata/devnet-a).
+	// Dir is the recording directory (testdata/devnet-a, ...).
 	Dir string
 }
 
 var (
-	mu   sync.Mutex
-	envs = map[string]*Env{}
-	node struct {
-		once sync.Once
-		url  string
-		err  error
-	}
+	mu    sync.Mutex
+	envs  = map[string]*Env{}
+	nodes sync.Map // recording dir -> *replayNode
 )
+
+type replayNode struct {
+	once sync.Once
+	url  string
+	err  error
+}
 
 // DevnetDir is the recording's directory (devnet.Dir, kept for callers).
 func DevnetDir(t testing.TB) string {
@@ -57,7 +59,15 @@ func DevnetDir(t testing.TB) string {
 // on 127.0.0.1 and returns its base URL.
 func ReplayNode(t testing.TB) string {
 	t.Helper()
-	dir := DevnetDir(t)
+	return replayOf(t, DevnetDir(t))
+}
+
+// replayOf starts (once per test binary) the replay node of the recording in
+// dir on 127.0.0.1 and returns its base URL.
+func replayOf(t testing.TB, dir string) string {
+	t.Helper()
+	v, _ := nodes.LoadOrStore(dir, &replayNode{})
+	node := v.(*replayNode)
 	node.once.Do(func() {
 		rec, err := replay.Load(dir)
 		if err != nil {
@@ -84,12 +94,21 @@ func ReplayNode(t testing.TB) string {
 // of your own, like page tokens or jobs, are fine to write).
 func Devnet(t testing.TB, backend string) *Env {
 	t.Helper()
+	return Recording(t, "devnet-a", backend)
+}
+
+// Recording returns the index of the bundled recording testdata/<name>
+// (devnet-a, devnet-d: every chain it recorded, L1s found from the P-chain)
+// on backend, ingesting it on first use; shared like Devnet's.
+func Recording(t testing.TB, name, backend string) *Env {
+	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if e, ok := envs[backend]; ok {
+	if e, ok := envs[name+"/"+backend]; ok {
 		return e
 	}
-	url := ReplayNode(t)
+	recDir := filepath.Join(devnet.Root(t), "testdata", name)
+	url := replayOf(t, recDir)
 	dsn := storetest.DSNFor(t, backend)
 	if backend == "sqlite" {
 		// Outlives the first test's TempDir: the env is shared.
@@ -115,7 +134,7 @@ func Devnet(t testing.TB, backend string) *Env {
 	}
 	// Small JSON-RPC batches: the recorded C-chain is fetched in several
 	// batches and chunks, as a long chain is.
-	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(DevnetDir(t), "genesis.json"), Log: log, BatchSize: 16,
+	set, err := chains.Build(ctx, chains.Options{NodeURL: url, GenesisPath: filepath.Join(recDir, "genesis.json"), Log: log, BatchSize: 16,
 		RPCBatch: 3, RPCConcurrency: 2})
 	if err != nil {
 		t.Fatalf("testenv: build chains: %v", err)
@@ -131,8 +150,8 @@ func Devnet(t testing.TB, backend string) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	e := &Env{DB: db, Network: network, Pager: pager, Chains: set, NodeURL: url, Dir: DevnetDir(t)}
-	envs[backend] = e
+	e := &Env{DB: db, Network: network, Pager: pager, Chains: set, NodeURL: url, Dir: recDir}
+	envs[name+"/"+backend] = e
 	return e
 }
 

@@ -215,6 +215,43 @@ const cases = {
       metadata: { keyType: "nodeId", keys: [facts.stakers.alpha.nodeID], subEvents: { validatorActivitySubEvents: ["validator_stake"] } } },
     { eventType: "address_activity", url: "http://127.0.0.1:9/hook", chainId: facts.chainId, metadata: { addresses: [facts.cAddr] }, expect: "error" },
   ],
+  // Metrics API v2, issue #21 part B: staking, L1 validator fees,
+  // validators:getAddresses (the ICM metrics routes have no SDK 0.13 function).
+  metricsNetworksGetStakingMetrics: [
+    { network: facts.network, metric: "validatorCount" },
+    { network: facts.network, metric: "validatorWeight", pageSize: 1 },
+    { network: "fuji", metric: "delegatorCount", subnetId: facts.subnets.A.subnetID, startTimestamp: 1, endTimestamp: 4102444800 },
+    { network: facts.network, metric: "delegatorWeight", subnetId: facts.subnets.B.subnetID },
+    { network: facts.network, metric: "validatorCount", subnetId: facts.subnets.B.chainID, expect: "error" },
+  ],
+  metricsL1ValidatorsListMetrics: [
+    { metric: "totalValidatorFeesDaily" },
+    { metric: "totalCumulativeFeesDaily", startTimestamp: 1 },
+    { metric: "totalPayingValidatorsDaily" },
+  ],
+  metricsL1ValidatorsGetMetricsBySubnetId: [
+    { subnetId: facts.subnets.B.subnetID, metric: "perSubnetDailyFeesPaid" },
+    { subnetId: facts.subnets.B.subnetID, metric: "perSubnetCumulativeFeesPaid" },
+    { subnetId: facts.subnets.B.subnetID, metric: "perSubnetPayingValidators" },
+    { subnetId: facts.subnets.A.subnetID, metric: "perSubnetDailyFeesPaid" },
+    { subnetId: facts.subnets.B.chainID, metric: "perSubnetDailyFeesPaid", expect: "error" },
+  ],
+  metricsL1ValidatorsGetMetricsByValidationId: [
+    { l1ValidationId: facts.subnets.B.validationIDs.l1v1, metric: "validationFeesDaily" },
+    { l1ValidationId: facts.subnets.B.validationIDs.l1v3, metric: "validationCumulativeFeesDaily" },
+    { l1ValidationId: facts.subnets.B.subnetID, metric: "validationFeesDaily", expect: "error" },
+  ],
+  metricsL1ValidatorsGetMetricsByNodeId: [
+    { nodeId: network.offlineValidatorKeys.find((k) => k.name === "l1v1").nodeID, metric: "perNodeDailyFeesPaid" },
+    { nodeId: network.offlineValidatorKeys.find((k) => k.name === "l1v2").nodeID, metric: "perNodeCumulativeFeesPaid" },
+    { nodeId: facts.genesisNode, metric: "perNodeDailyFeesPaid", expect: "error" },
+  ],
+  metricsSubnetsGetValidators: [
+    { subnetId: "11111111111111111111111111111111LpoYY" },
+    { subnetId: "11111111111111111111111111111111LpoYY", pageSize: 1, network: "fuji" },
+    { subnetId: facts.subnets.A.subnetID },
+    { subnetId: facts.subnets.B.chainID, expect: "error" },
+  ],
   webhooksList: [{}, { status: "active", pageSize: 1 }],
   webhooksGetSharedSecret: [{}],
   webhooksGenerateOrRotateSharedSecret: [{}],

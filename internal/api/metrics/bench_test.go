@@ -252,11 +252,22 @@ func (l latencies) report(b *testing.B) {
 // starting over at the end.
 func walker(b *testing.B, mux *api.Mux, path string, q url.Values) (latencies, int) {
 	b.Helper()
-	var lat latencies
+	b.ResetTimer()
+	lat, items, err := walk(mux, path, q, b.N)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return lat, items
+}
+
+// walk makes n requests of one listing as one client: it follows
+// nextPageToken and starts over at the end.
+func walk(mux *api.Mux, path string, q url.Values, n int) (latencies, int, error) {
+	lat := make(latencies, 0, n)
 	token := ""
 	items := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
+	for i := 0; i < n; i++ {
 		v := url.Values{}
 		for k, vs := range q {
 			v[k] = vs
@@ -270,7 +281,7 @@ func walker(b *testing.B, mux *api.Mux, path string, q url.Values) (latencies, i
 		mux.ServeHTTP(rec, req)
 		lat = append(lat, time.Since(t0))
 		if rec.Code != http.StatusOK {
-			b.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+			return lat, items, fmt.Errorf("%s: %d %s", path, rec.Code, rec.Body)
 		}
 		// A light read of the answer, so the harness adds little CPU and
 		// garbage beside the server on a 2-core machine.
@@ -282,8 +293,7 @@ func walker(b *testing.B, mux *api.Mux, path string, q url.Values) (latencies, i
 			token = string(rest[:bytes.IndexByte(rest, '"')])
 		}
 	}
-	b.StopTimer()
-	return lat, items
+	return lat, items, nil
 }
 
 func benchMux(db *store.DB) *api.Mux {

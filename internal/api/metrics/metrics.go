@@ -116,6 +116,26 @@ func Register(mux *api.Mux, d Deps) {
 	handleV2(mux, RouteEVMMetrics, api.Small, h.evmMetrics)
 	handleV2(mux, RouteRollingMetrics, api.Small, h.rollingMetrics)
 	handleV2(mux, RouteTokenBalances, api.XL, h.tokenBalances)
+	registerV2PartB(mux, h)
+}
+
+// registerV2PartB adds the Metrics API v2 staking, L1 fee, ICM and
+// validators:getAddresses routes (issue #21 part B). Weights are the
+// document's: small, getAddresses large; the L1 fee routes have none there and
+// count as small.
+func registerV2PartB(mux *api.Mux, h *handlers) {
+	for route, fn := range map[string]api.Handler{
+		RouteStaking:        h.staking,
+		RouteSubnetFees:     h.subnetFees,
+		RouteValidationFees: h.validationFees,
+		RouteNodeFees:       h.nodeFees,
+		RouteTotalFees:      h.totalFees,
+		RouteICMTimeseries:  h.icmTimeseries,
+		RouteICMSummary:     h.icmSummary,
+	} {
+		handleV2(mux, route, api.Small, fn)
+	}
+	handleV2(mux, RouteValidatorAddresses, api.Large, h.validatorAddresses)
 }
 
 type handlers struct{ d Deps }

@@ -57,15 +57,11 @@ func readSeries(p *api.Params, defIv string, defSize, maxSize int) seriesQuery {
 	q := seriesQuery{
 		seriesCursor: seriesCursor{
 			Interval: p.Enum("timeInterval", defIv, rollup.Intervals...),
-			Start:    p.Int("startTimestamp", -1, 0, maxTimestamp),
-			End:      p.Int("endTimestamp", -1, 0, maxTimestamp),
 		},
 		Size:     p.PageSize(defSize, 1, maxSize),
 		interval: p.Has("timeInterval"),
 	}
-	if q.Start >= 0 && q.End >= 0 && q.End < q.Start {
-		p.Fail("endTimestamp (%d) must not be before startTimestamp (%d)", q.End, q.Start)
-	}
+	q.Start, q.End = timeRange(p)
 	return q
 }
 
@@ -107,16 +103,10 @@ func (h *handlers) continueSeries(ctx context.Context, p *api.Params, route stri
 // intervals overlapping the requested range, continued where a token left
 // off. ok is false when nothing is left.
 func (q *seriesQuery) window(first, last int64) (lo, from int64, ok bool) {
-	if q.Start >= 0 && q.Start > first {
-		first = q.Start
-	}
-	if q.End >= 0 && q.End < last {
-		last = q.End
-	}
-	if first > last {
+	lo, from, ok = seriesWindow(q.Iv, first, last, q.Start, q.End)
+	if !ok {
 		return 0, 0, false
 	}
-	lo, from = q.Iv.Floor(first), q.Iv.Floor(last)
 	if q.found {
 		from = min(q.Next, from)
 	}

@@ -64,3 +64,18 @@ func Apply(t testing.TB, db *store.DB, ix ingest.Indexer, blocks []ingest.RawBlo
 		}
 	}
 }
+
+// PBlocks returns the recorded P-chain blocks 0..tip (devnet.PBlocks) as the
+// ingest driver hands them to the indexer.
+func PBlocks(t testing.TB) []ingest.RawBlock {
+	t.Helper()
+	byHeight := devnet.PBlocks(t, devnet.LoadRPC(t, devnet.P))
+	out := make([]ingest.RawBlock, len(byHeight))
+	for h, b := range byHeight {
+		if h >= uint64(len(out)) {
+			t.Fatalf("indextest: gap in the recorded P heights at %d", h)
+		}
+		out[h] = ingest.RawBlock{Height: h, Bytes: b.Bytes()}
+	}
+	return out
+}
