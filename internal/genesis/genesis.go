@@ -11,6 +11,7 @@ import (
 
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/upgrade"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 
@@ -27,6 +28,11 @@ type Genesis struct {
 	Config *avagenesis.Config
 	// P is the parsed P-chain genesis: UTXOs, validators (stakers), chains, timestamp, supply.
 	P *pgenesis.Genesis
+	// Upgrades is the network's upgrade schedule (avalanchego's for the
+	// network ID). Every rule that depends on an upgrade reads it from here,
+	// so a network run with other upgrade times (a node's --upgrade-file, or
+	// the legacy-format tests) is replayed with one schedule everywhere.
+	Upgrades upgrade.Config
 }
 
 // Load returns the genesis of networkID: from path when given, else the built-in
@@ -65,6 +71,7 @@ func Load(networkID uint32, path string) (*Genesis, error) {
 		Bytes:       bytes,
 		Config:      cfg,
 		P:           p,
+		Upgrades:    upgrade.GetConfig(networkID),
 	}, nil
 }
 

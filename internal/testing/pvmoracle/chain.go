@@ -1,0 +1,277 @@
+package pvmoracle
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ava-labs/avalanchego/chains/atomic"
+	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/utils"
+	"github.com/ava-labs/avalanchego/utils/constants"
+	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
+	"github.com/ava-labs/avalanchego/utils/formatting"
+	"github.com/ava-labs/avalanchego/utils/formatting/address"
+	"github.com/ava-labs/avalanchego/utils/hashing"
+	"github.com/ava-labs/avalanchego/vms/components/avax"
+	"github.com/ava-labs/avalanchego/vms/platformvm/block"
+	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
+	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
+)
+
+// Key returns a deterministic secp256k1 key named by seed.
+func Key(seed string) *secp256k1.PrivateKey {
+	k, err := secp256k1.ToPrivateKey(hashing.ComputeHash256([]byte("pvmoracle/" + seed)))
+	if err != nil {
+		panic(err) // a 32-byte hash is always a valid key
+	}
+	return k
+}
+
+// Owner is a 1-of-1 output owner of key k.
+func Owner(k *secp256k1.PrivateKey) *secp256k1fx.OutputOwners {
+	return &secp256k1fx.OutputOwners{Threshold: 1, Addrs: []ids.ShortID{k.Address()}}
+}
+
+// Chain builds blocks on the oracle's last accepted block, with avalanchego's
+// constructors, and has the VM verify and accept each one. Time is the chain
+// time the next block is built at (the VM's clock is set to it).
+type Chain struct {
+	O    *Oracle
+	AVAX ids.ID
+	Time time.Time
+}
+
+// Sign signs u with one key list per credential, in the order the tx's
+// inputs (then its subnet authorization) need them.
+func (c *Chain) Sign(u txs.UnsignedTx, signers ...[]*secp256k1.PrivateKey) (*txs.Tx, error) {
+	tx := &txs.Tx{Unsigned: u}
+	if err := tx.Sign(txs.Codec, signers); err != nil {
+		return nil, fmt.Errorf("sign %T: %w", u, err)
+	}
+	return tx, nil
+}
+
+// Spend is what a tx spending from one key needs: inputs, a change output,
+// and the key once per input.
+type Spend struct {
+	Ins     []*avax.TransferableInput
+	Change  []*avax.TransferableOutput
+	Signers [][]*secp256k1.PrivateKey
+}
+
+// Fund picks unlocked AVAX UTXOs of k from the VM's current state (its own
+// getUTXOs answer) worth at least amount+burn, and returns them with a
+// change output to k: the tx adds its own outputs worth amount.
+func (c *Chain) Fund(k *secp256k1.PrivateKey, amount, burn uint64) (Spend, error) {
+	utxos, err := c.UTXOs(k.Address())
+	if err != nil {
+		return Spend{}, err
+	}
+	// Largest first, so few inputs cover the amount.
+	sort.Slice(utxos, func(i, j int) bool { return amt(utxos[i]) > amt(utxos[j]) })
+	var (
+		s    Spend
+		have uint64
+	)
+	for _, u := range utxos {
+		out, ok := u.Out.(*secp256k1fx.TransferOutput)
+		if !ok || u.AssetID() != c.AVAX || have >= amount+burn {
+			continue
+		}
+		s.Ins = append(s.Ins, &avax.TransferableInput{UTXOID: u.UTXOID, Asset: u.Asset,
+			In: &secp256k1fx.TransferInput{Amt: out.Amt, Input: secp256k1fx.Input{SigIndices: []uint32{0}}}})
+		s.Signers = append(s.Signers, []*secp256k1.PrivateKey{k})
+		have += out.Amt
+	}
+	if have < amount+burn {
+		return Spend{}, fmt.Errorf("fund %s: have %d, need %d", k.Address(), have, amount+burn)
+	}
+	utils.Sort(s.Ins)
+	if change := have - amount - burn; change > 0 {
+		s.Change = []*avax.TransferableOutput{c.Out(k, change)}
+	}
+	return s, nil
+}
+
+func amt(u *avax.UTXO) uint64 {
+	if o, ok := u.Out.(*secp256k1fx.TransferOutput); ok {
+		return o.Amt
+	}
+	return 0
+}
+
+// Out is an AVAX output of amount to k.
+func (c *Chain) Out(k *secp256k1.PrivateKey, amount uint64) *avax.TransferableOutput {
+	return &avax.TransferableOutput{Asset: avax.Asset{ID: c.AVAX}, Out: &secp256k1fx.TransferOutput{Amt: amount, OutputOwners: *Owner(k)}}
+}
+
+// UTXOs are the UTXOs of addr the VM's service returns (platform.getUTXOs).
+func (c *Chain) UTXOs(addr ids.ShortID) ([]*avax.UTXO, error) {
+	bech, err := c.O.Address(addr)
+	if err != nil {
+		return nil, err
+	}
+	raw, msg, err := c.O.Call("platform.getUTXOs", map[string]any{"addresses": []string{bech}, "limit": 1024, "encoding": "hex"})
+	if err != nil || msg != "" {
+		return nil, fmt.Errorf("getUTXOs %s: %v%s", bech, err, msg)
+	}
+	var reply struct {
+		UTXOs []string `json:"utxos"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return nil, err
+	}
+	out := make([]*avax.UTXO, 0, len(reply.UTXOs))
+	for _, s := range reply.UTXOs {
+		b, err := formatting.Decode(formatting.Hex, s)
+		if err != nil {
+			return nil, err
+		}
+		u := &avax.UTXO{}
+		if _, err := txs.Codec.Unmarshal(b, u); err != nil {
+			return nil, fmt.Errorf("utxo %s: %w", s, err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Address is addr as the P-chain formats it (P-<hrp>1...).
+func (o *Oracle) Address(addr ids.ShortID) (string, error) {
+	return address.Format("P", constants.GetHRP(o.ctx.NetworkID), addr.Bytes())
+}
+
+// parent is the last accepted block's ID and the next height.
+func (c *Chain) parent() (ids.ID, uint64, error) {
+	id, h, err := c.O.Tip()
+	return id, h + 1, err
+}
+
+// ApricotStandard builds, verifies and accepts an ApricotStandardBlock.
+func (c *Chain) ApricotStandard(decisions ...*txs.Tx) error {
+	p, h, err := c.parent()
+	if err != nil {
+		return err
+	}
+	b, err := block.NewApricotStandardBlock(p, h, decisions)
+	if err != nil {
+		return err
+	}
+	return c.O.Accept(b, c.Time)
+}
+
+// ApricotAtomic builds, verifies and accepts an ApricotAtomicBlock.
+func (c *Chain) ApricotAtomic(tx *txs.Tx) error {
+	p, h, err := c.parent()
+	if err != nil {
+		return err
+	}
+	b, err := block.NewApricotAtomicBlock(p, h, tx)
+	if err != nil {
+		return err
+	}
+	return c.O.Accept(b, c.Time)
+}
+
+// ApricotPropose builds an ApricotProposalBlock of tx and its commit or
+// abort block; the VM verifies and accepts both.
+func (c *Chain) ApricotPropose(tx *txs.Tx, commit bool) error {
+	p, h, err := c.parent()
+	if err != nil {
+		return err
+	}
+	prop, err := block.NewApricotProposalBlock(p, h, tx)
+	if err != nil {
+		return err
+	}
+	var opt block.Block
+	if commit {
+		opt, err = block.NewApricotCommitBlock(prop.ID(), h+1)
+	} else {
+		opt, err = block.NewApricotAbortBlock(prop.ID(), h+1)
+	}
+	if err != nil {
+		return err
+	}
+	return c.O.AcceptProposal(prop, opt, c.Time)
+}
+
+// AdvanceTime proposes an AdvanceTimeTx to t (before Banff); committed, it
+// moves the chain time.
+func (c *Chain) AdvanceTime(t time.Time, commit bool) error {
+	tx, err := c.Sign(&txs.AdvanceTimeTx{Time: uint64(t.Unix())})
+	if err != nil {
+		return err
+	}
+	// The VM accepts a time up to its clock plus the sync bound: the clock
+	// (c.Time) moves to t whether or not the proposal is committed.
+	c.Time = t
+	return c.ApricotPropose(tx, commit)
+}
+
+// BanffStandard builds, verifies and accepts a BanffStandardBlock at c.Time.
+func (c *Chain) BanffStandard(decisions ...*txs.Tx) error {
+	p, h, err := c.parent()
+	if err != nil {
+		return err
+	}
+	b, err := block.NewBanffStandardBlock(c.Time, p, h, decisions)
+	if err != nil {
+		return err
+	}
+	return c.O.Accept(b, c.Time)
+}
+
+// BanffPropose builds a BanffProposalBlock at c.Time of tx (after the
+// decisions) and its commit or abort block; the VM accepts both.
+func (c *Chain) BanffPropose(tx *txs.Tx, commit bool, decisions ...*txs.Tx) error {
+	p, h, err := c.parent()
+	if err != nil {
+		return err
+	}
+	prop, err := block.NewBanffProposalBlock(c.Time, p, h, tx, decisions)
+	if err != nil {
+		return err
+	}
+	var opt block.Block
+	if commit {
+		opt, err = block.NewBanffCommitBlock(c.Time, prop.ID(), h+1)
+	} else {
+		opt, err = block.NewBanffAbortBlock(c.Time, prop.ID(), h+1)
+	}
+	if err != nil {
+		return err
+	}
+	return c.O.AcceptProposal(prop, opt, c.Time)
+}
+
+// Reward proposes the RewardValidatorTx of staker tx stakerTxID, before
+// Banff in an Apricot block, after in a Banff one.
+func (c *Chain) Reward(stakerTxID ids.ID, commit bool) error {
+	tx, err := c.Sign(&txs.RewardValidatorTx{TxID: stakerTxID})
+	if err != nil {
+		return err
+	}
+	if c.O.Upgrades.IsBanffActivated(c.Time) {
+		return c.BanffPropose(tx, commit)
+	}
+	return c.ApricotPropose(tx, commit)
+}
+
+// ExportedToP is a UTXO the chain sourceChain exported to the P-chain, put
+// in shared memory as that chain's accepted ExportTx would.
+func (c *Chain) ExportedToP(sourceChain ids.ID, k *secp256k1.PrivateKey, amount uint64, seed string) (*avax.UTXO, error) {
+	u := &avax.UTXO{
+		UTXOID: avax.UTXOID{TxID: ids.ID(hashing.ComputeHash256Array([]byte("export/" + seed)))},
+		Asset:  avax.Asset{ID: c.AVAX},
+		Out:    &secp256k1fx.TransferOutput{Amt: amount, OutputOwners: *Owner(k)},
+	}
+	b, err := txs.Codec.Marshal(txs.CodecVersion, u)
+	if err != nil {
+		return nil, err
+	}
+	id := u.InputID()
+	return u, c.O.PutAtomic(sourceChain, &atomic.Element{Key: id[:], Value: b, Traits: [][]byte{k.Address().Bytes()}})
+}
