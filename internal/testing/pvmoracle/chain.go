@@ -53,45 +53,58 @@ func (c *Chain) Sign(u txs.UnsignedTx, signers ...[]*secp256k1.PrivateKey) (*txs
 	return tx, nil
 }
 
-// Spend is what a tx spending from one key needs: inputs, a change output,
-// and the key once per input.
+// Spend is what a tx spending from one key needs: inputs and change
+// outputs; Signers signs each input with the key.
 type Spend struct {
-	Ins     []*avax.TransferableInput
-	Change  []*avax.TransferableOutput
-	Signers [][]*secp256k1.PrivateKey
+	Ins    []*avax.TransferableInput
+	Change []*avax.TransferableOutput
+	Key    *secp256k1.PrivateKey
 }
 
-// Fund picks unlocked AVAX UTXOs of k from the VM's current state (its own
-// getUTXOs answer) worth at least amount+burn, and returns them with a
-// change output to k: the tx adds its own outputs worth amount.
-func (c *Chain) Fund(k *secp256k1.PrivateKey, amount, burn uint64) (Spend, error) {
+// Signers is one key list per input.
+func (s Spend) Signers() [][]*secp256k1.PrivateKey {
+	out := make([][]*secp256k1.PrivateKey, len(s.Ins))
+	for i := range out {
+		out[i] = []*secp256k1.PrivateKey{s.Key}
+	}
+	return out
+}
+
+// Fund picks unlocked UTXOs of k from the VM's current state (its own
+// getUTXOs answer) worth at least amount of asset and burn AVAX, and
+// returns them with change outputs to k: the tx adds its own outputs worth
+// amount.
+func (c *Chain) Fund(k *secp256k1.PrivateKey, asset ids.ID, amount, burn uint64) (Spend, error) {
 	utxos, err := c.UTXOs(k.Address())
 	if err != nil {
 		return Spend{}, err
 	}
 	// Largest first, so few inputs cover the amount.
 	sort.Slice(utxos, func(i, j int) bool { return amt(utxos[i]) > amt(utxos[j]) })
-	var (
-		s    Spend
-		have uint64
-	)
+	need := map[ids.ID]uint64{asset: amount}
+	need[c.AVAX] += burn
+	have := map[ids.ID]uint64{}
+	s := Spend{Key: k}
 	for _, u := range utxos {
 		out, ok := u.Out.(*secp256k1fx.TransferOutput)
-		if !ok || u.AssetID() != c.AVAX || have >= amount+burn {
+		a := u.AssetID()
+		if !ok || need[a] == 0 || have[a] >= need[a] {
 			continue
 		}
 		s.Ins = append(s.Ins, &avax.TransferableInput{UTXOID: u.UTXOID, Asset: u.Asset,
 			In: &secp256k1fx.TransferInput{Amt: out.Amt, Input: secp256k1fx.Input{SigIndices: []uint32{0}}}})
-		s.Signers = append(s.Signers, []*secp256k1.PrivateKey{k})
-		have += out.Amt
+		have[a] += out.Amt
 	}
-	if have < amount+burn {
-		return Spend{}, fmt.Errorf("fund %s: have %d, need %d", k.Address(), have, amount+burn)
+	for a, n := range need {
+		if have[a] < n {
+			return Spend{}, fmt.Errorf("fund %s: have %d of %s, need %d", k.Address(), have[a], a, n)
+		}
+		if change := have[a] - n; change > 0 {
+			s.Change = append(s.Change, &avax.TransferableOutput{Asset: avax.Asset{ID: a},
+				Out: &secp256k1fx.TransferOutput{Amt: change, OutputOwners: *Owner(k)}})
+		}
 	}
 	utils.Sort(s.Ins)
-	if change := have - amount - burn; change > 0 {
-		s.Change = []*avax.TransferableOutput{c.Out(k, change)}
-	}
 	return s, nil
 }
 
@@ -260,12 +273,12 @@ func (c *Chain) Reward(stakerTxID ids.ID, commit bool) error {
 	return c.ApricotPropose(tx, commit)
 }
 
-// ExportedToP is a UTXO the chain sourceChain exported to the P-chain, put
+// ExportedToP is a UTXO of asset the chain sourceChain exported to the P-chain, put
 // in shared memory as that chain's accepted ExportTx would.
-func (c *Chain) ExportedToP(sourceChain ids.ID, k *secp256k1.PrivateKey, amount uint64, seed string) (*avax.UTXO, error) {
+func (c *Chain) ExportedToP(sourceChain, asset ids.ID, k *secp256k1.PrivateKey, amount uint64, seed string) (*avax.UTXO, error) {
 	u := &avax.UTXO{
 		UTXOID: avax.UTXOID{TxID: ids.ID(hashing.ComputeHash256Array([]byte("export/" + seed)))},
-		Asset:  avax.Asset{ID: c.AVAX},
+		Asset:  avax.Asset{ID: asset},
 		Out:    &secp256k1fx.TransferOutput{Amt: amount, OutputOwners: *Owner(k)},
 	}
 	b, err := txs.Codec.Marshal(txs.CodecVersion, u)

@@ -80,8 +80,9 @@ func (d *differ) report(t *testing.T) {
 }
 
 // compare checks, at the VM's last accepted height: the platform RPC
-// (getBlockByHeight, getBalance per address,
-// getCurrentValidators and getCurrentSupply per subnet) answer for answer;
+// (getBlockByHeight, getBalance per address and of all of them,
+// getCurrentValidators of every subnet, and of its validators by node ID
+// with their delegators, and getCurrentSupply per subnet) answer for answer;
 // and the data service against the VM's getUTXOs (unspent UTXOs per
 // address), getStake (staked amount per address), getRewardUTXOs (reward
 // UTXOs per staker) and getTx (every tx built is found by both or neither).
@@ -115,8 +116,13 @@ func (d *differ) compare(t *testing.T, step string, p *permafrost) {
 	for _, a := range d.addrs {
 		rpc("platform.getBalance", map[string]any{"addresses": []string{a}}, sortUTXOIDs)
 	}
+	rpc("platform.getBalance", map[string]any{"addresses": d.addrs}, sortUTXOIDs)
 	for _, s := range d.subnets {
 		rpc("platform.getCurrentValidators", map[string]any{"subnetID": s.String()}, normValidators)
+		// Asked by node, the answer lists each validator's delegators.
+		if nodes := d.vmNodes(t, s); len(nodes) > 0 {
+			rpc("platform.getCurrentValidators", map[string]any{"subnetID": s.String(), "nodeIDs": nodes}, normValidators)
+		}
 		rpc("platform.getCurrentSupply", map[string]any{"subnetID": s.String()}, nil)
 	}
 	for _, a := range d.addrs {
@@ -254,6 +260,28 @@ func (d *differ) compareTx(t *testing.T, where string, p *permafrost, id ids.ID)
 	case msg != "" && code != 404:
 		d.fail(t, "%s: tx %s: data service status %d, platformvm: %s", where, id, code, msg)
 	}
+}
+
+// vmNodes are the nodes of the VM's current validators of subnet.
+func (d *differ) vmNodes(t *testing.T, subnet ids.ID) []string {
+	t.Helper()
+	raw, msg, err := d.o.Call("platform.getCurrentValidators", map[string]any{"subnetID": subnet.String()})
+	if err != nil || msg != "" {
+		t.Fatalf("getCurrentValidators: %v %s", err, msg)
+	}
+	var reply struct {
+		Validators []struct {
+			NodeID string `json:"nodeID"`
+		} `json:"validators"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, v := range reply.Validators {
+		out = append(out, v.NodeID)
+	}
+	return out
 }
 
 // vmUTXOs decodes the UTXOs of a VM answer.

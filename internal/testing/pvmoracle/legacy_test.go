@@ -6,6 +6,7 @@ import (
 
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/upgrade"
+	"github.com/ava-labs/avalanchego/utils"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/utils/crypto/bls/signer/localsigner"
 	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
@@ -13,6 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/units"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
 	"github.com/ava-labs/avalanchego/vms/platformvm/signer"
+	"github.com/ava-labs/avalanchego/vms/platformvm/stakeable"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 
@@ -102,7 +104,7 @@ func (r *legacyRun) step(name string, err error) {
 // fund spends amount (plus burn) of kFund.
 func (r *legacyRun) fund(amount, burn uint64) pvmoracle.Spend {
 	r.t.Helper()
-	s, err := r.c.Fund(kFund, amount, burn)
+	s, err := r.c.Fund(kFund, r.c.AVAX, amount, burn)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -136,7 +138,7 @@ func (r *legacyRun) validator(name string, node ids.NodeID, start, end time.Time
 	var tx *txs.Tx
 	if legacy {
 		tx = r.sign(&txs.AddValidatorTx{BaseTx: r.base(s), Validator: v, StakeOuts: []*avax.TransferableOutput{r.c.Out(kFund, stake)},
-			RewardsOwner: pvmoracle.Owner(kVal), DelegationShares: shares}, s.Signers...)
+			RewardsOwner: pvmoracle.Owner(kVal), DelegationShares: shares}, s.Signers()...)
 		if r.c.O.Upgrades.IsBanffActivated(r.c.Time) {
 			// After Banff they are standard txs (until Durango).
 			r.step(name, r.c.BanffStandard(tx))
@@ -154,7 +156,7 @@ func (r *legacyRun) validator(name string, node ids.NodeID, start, end time.Time
 		}
 		tx = r.sign(&txs.AddPermissionlessValidatorTx{BaseTx: r.base(s), Validator: v, Subnet: constants.PrimaryNetworkID, Signer: pop,
 			StakeOuts: []*avax.TransferableOutput{r.c.Out(kFund, stake)}, ValidatorRewardsOwner: pvmoracle.Owner(kVal),
-			DelegatorRewardsOwner: pvmoracle.Owner(kVal), DelegationShares: shares}, s.Signers...)
+			DelegatorRewardsOwner: pvmoracle.Owner(kVal), DelegationShares: shares}, s.Signers()...)
 		r.step(name, r.c.BanffStandard(tx))
 	}
 	r.d.stakers = append(r.d.stakers, tx.ID())
@@ -169,7 +171,7 @@ func (r *legacyRun) delegator(name string, node ids.NodeID, start, end time.Time
 	var tx *txs.Tx
 	if legacy {
 		tx = r.sign(&txs.AddDelegatorTx{BaseTx: r.base(s), Validator: v, StakeOuts: []*avax.TransferableOutput{r.c.Out(kFund, amount)},
-			DelegationRewardsOwner: pvmoracle.Owner(kDel)}, s.Signers...)
+			DelegationRewardsOwner: pvmoracle.Owner(kDel)}, s.Signers()...)
 		if r.c.O.Upgrades.IsBanffActivated(r.c.Time) {
 			// After Banff they are standard txs (until Durango).
 			r.step(name, r.c.BanffStandard(tx))
@@ -178,9 +180,77 @@ func (r *legacyRun) delegator(name string, node ids.NodeID, start, end time.Time
 		}
 	} else {
 		tx = r.sign(&txs.AddPermissionlessDelegatorTx{BaseTx: r.base(s), Validator: v, Subnet: constants.PrimaryNetworkID,
-			StakeOuts: []*avax.TransferableOutput{r.c.Out(kFund, amount)}, DelegationRewardsOwner: pvmoracle.Owner(kDel)}, s.Signers...)
+			StakeOuts: []*avax.TransferableOutput{r.c.Out(kFund, amount)}, DelegationRewardsOwner: pvmoracle.Owner(kDel)}, s.Signers()...)
 		r.step(name, r.c.BanffStandard(tx))
 	}
+	r.d.stakers = append(r.d.stakers, tx.ID())
+	return tx.ID()
+}
+
+// importTx imports amount of asset that the X-chain exported to kFund (the
+// fee, in AVAX, comes from the imported AVAX or from kFund's UTXOs).
+func (r *legacyRun) importTx(asset ids.ID, amount uint64, seed string) *txs.Tx {
+	r.t.Helper()
+	xID := r.c.O.XChainID()
+	u, err := r.c.ExportedToP(xID, asset, kFund, amount, seed)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	in := &avax.TransferableInput{UTXOID: u.UTXOID, Asset: u.Asset,
+		In: &secp256k1fx.TransferInput{Amt: amount, Input: secp256k1fx.Input{SigIndices: []uint32{0}}}}
+	out := &avax.TransferableOutput{Asset: u.Asset, Out: &secp256k1fx.TransferOutput{Amt: amount, OutputOwners: *pvmoracle.Owner(kFund)}}
+	s := pvmoracle.Spend{}
+	if asset == r.c.AVAX {
+		out.Out.(*secp256k1fx.TransferOutput).Amt -= units.MilliAvax
+	} else {
+		s = r.fund(0, units.MilliAvax)
+	}
+	return r.sign(&txs.ImportTx{BaseTx: r.base(s, out), SourceChain: xID, ImportedInputs: []*avax.TransferableInput{in}},
+		append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)
+}
+
+// fundAsset spends amount of asset and a fee of kFund.
+func (r *legacyRun) fundAsset(asset ids.ID, amount uint64) pvmoracle.Spend {
+	r.t.Helper()
+	s, err := r.c.Fund(kFund, asset, amount, units.MilliAvax)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
+}
+
+// lockedValidator adds an AddValidatorTx (a Banff standard tx) staking
+// 2,000 AVAX of kFund's locked genesis output: the stake and the change
+// stay locked until the output's locktime.
+func (r *legacyRun) lockedValidator(name string, node ids.NodeID, start, end time.Time) ids.ID {
+	r.t.Helper()
+	const stake = 2000 * units.Avax
+	utxos, err := r.c.UTXOs(kFund.Address())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var locked *avax.UTXO
+	for _, u := range utxos {
+		if _, ok := u.Out.(*stakeable.LockOut); ok {
+			locked = u
+		}
+	}
+	if locked == nil {
+		r.t.Fatal("no locked output of kFund")
+	}
+	lo := locked.Out.(*stakeable.LockOut)
+	lockOut := func(amount uint64) *avax.TransferableOutput {
+		return &avax.TransferableOutput{Asset: locked.Asset, Out: &stakeable.LockOut{Locktime: lo.Locktime,
+			TransferableOut: &secp256k1fx.TransferOutput{Amt: amount, OutputOwners: *pvmoracle.Owner(kFund)}}}
+	}
+	s := r.fund(0, units.MilliAvax)
+	s.Ins = append(s.Ins, &avax.TransferableInput{UTXOID: locked.UTXOID, Asset: locked.Asset, In: &stakeable.LockIn{Locktime: lo.Locktime,
+		TransferableIn: &secp256k1fx.TransferInput{Amt: lo.Amount(), Input: secp256k1fx.Input{SigIndices: []uint32{0}}}}})
+	utils.Sort(s.Ins)
+	tx := r.sign(&txs.AddValidatorTx{BaseTx: r.base(s, lockOut(lo.Amount()-stake)),
+		Validator: txs.Validator{NodeID: node, Start: uint64(start.Unix()), End: uint64(end.Unix()), Wght: stake},
+		StakeOuts: []*avax.TransferableOutput{lockOut(stake)}, RewardsOwner: pvmoracle.Owner(kVal), DelegationShares: 20_000}, s.Signers()...)
+	r.step(name, r.c.BanffStandard(tx))
 	r.d.stakers = append(r.d.stakers, tx.ID())
 	return tx.ID()
 }
@@ -235,18 +305,11 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 
 	// Apricot, before Phase 5: an import in an ApricotAtomicBlock, a subnet
 	// in an ApricotStandardBlock, stakers as proposals.
-	imp, err := c.ExportedToP(xID, kFund, 100*units.Avax, "import-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	itx := r.sign(&txs.ImportTx{BaseTx: r.base(pvmoracle.Spend{}, c.Out(kFund, 100*units.Avax-units.MilliAvax)), SourceChain: xID,
-		ImportedInputs: []*avax.TransferableInput{{UTXOID: imp.UTXOID, Asset: imp.Asset,
-			In: &secp256k1fx.TransferInput{Amt: 100 * units.Avax, Input: secp256k1fx.Input{SigIndices: []uint32{0}}}}}},
-		[]*secp256k1.PrivateKey{kFund})
+	itx := r.importTx(c.AVAX, 100*units.Avax, "import-1")
 	r.step("apricot atomic import", c.ApricotAtomic(itx))
 
 	s := r.fund(0, units.MilliAvax)
-	subnet := r.sign(&txs.CreateSubnetTx{BaseTx: r.base(s), Owner: pvmoracle.Owner(kFund)}, s.Signers...)
+	subnet := r.sign(&txs.CreateSubnetTx{BaseTx: r.base(s), Owner: pvmoracle.Owner(kFund)}, s.Signers()...)
 	r.step("apricot standard subnet", c.ApricotStandard(subnet))
 	d.subnets = append(d.subnets, subnet.ID())
 
@@ -260,7 +323,7 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 	sv := r.sign(&txs.AddSubnetValidatorTx{BaseTx: r.base(s),
 		SubnetValidator: txs.SubnetValidator{Validator: txs.Validator{NodeID: nodeA, Start: uint64(at(3 * hour).Unix()), End: uint64(at(day + 3*hour).Unix()), Wght: 10},
 			Subnet: subnet.ID()},
-		SubnetAuth: &secp256k1fx.Input{SigIndices: []uint32{0}}}, append(s.Signers, []*secp256k1.PrivateKey{kFund})...)
+		SubnetAuth: &secp256k1fx.Input{SigIndices: []uint32{0}}}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)
 	r.step("AddSubnetValidatorTx committed", c.ApricotPropose(sv, true))
 
 	r.advance("AdvanceTimeTx to V1/V2 start", hour, true)
@@ -268,7 +331,7 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 	r.advance("AdvanceTimeTx to D1 start", 2*hour, true)
 
 	s = r.fund(50*units.Avax, units.MilliAvax)
-	etx := r.sign(&txs.ExportTx{BaseTx: r.base(s), DestinationChain: xID, ExportedOutputs: []*avax.TransferableOutput{c.Out(kFund, 50*units.Avax)}}, s.Signers...)
+	etx := r.sign(&txs.ExportTx{BaseTx: r.base(s), DestinationChain: xID, ExportedOutputs: []*avax.TransferableOutput{c.Out(kFund, 50*units.Avax)}}, s.Signers()...)
 	r.step("apricot atomic export", c.ApricotAtomic(etx))
 
 	r.advance("AdvanceTimeTx to the subnet validator's start", 3*hour, true)
@@ -280,67 +343,83 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 
 	// Apricot after Phase 5: atomic txs in an ApricotStandardBlock.
 	r.advance("AdvanceTimeTx past Apricot Phase 5", 2*day+hour, true)
-	imp2, err := c.ExportedToP(xID, kFund, 30*units.Avax, "import-2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	itx2 := r.sign(&txs.ImportTx{BaseTx: r.base(pvmoracle.Spend{}, c.Out(kFund, 30*units.Avax-units.MilliAvax)), SourceChain: xID,
-		ImportedInputs: []*avax.TransferableInput{{UTXOID: imp2.UTXOID, Asset: imp2.Asset,
-			In: &secp256k1fx.TransferInput{Amt: 30 * units.Avax, Input: secp256k1fx.Input{SigIndices: []uint32{0}}}}}},
-		[]*secp256k1.PrivateKey{kFund})
+	itx2 := r.importTx(c.AVAX, 30*units.Avax, "import-2")
 	s = r.fund(20*units.Avax, units.MilliAvax)
-	etx2 := r.sign(&txs.ExportTx{BaseTx: r.base(s), DestinationChain: xID, ExportedOutputs: []*avax.TransferableOutput{c.Out(kFund, 20*units.Avax)}}, s.Signers...)
+	etx2 := r.sign(&txs.ExportTx{BaseTx: r.base(s), DestinationChain: xID, ExportedOutputs: []*avax.TransferableOutput{c.Out(kFund, 20*units.Avax)}}, s.Signers()...)
 	r.step("apricot standard import+export", c.ApricotStandard(itx2, etx2))
 	r.advance("AdvanceTimeTx to V1's end", 3*day+hour, true)
 	r.reward("V1 reward committed", v1, 3*day+hour, true)
 	r.advance("AdvanceTimeTx before Banff", 5*day, true)
 
-	// Banff: block timestamps, an elastic subnet, permissionless stakers,
-	// and an AddValidatorTx that is now a Banff proposal.
+	// Banff: block timestamps; an elastic subnet (its asset imported, the
+	// part of its maximum supply not yet minted burnt) with a permissionless
+	// validator rewarded in that asset; permissionless primary stakers; an
+	// AddValidatorTx now a standard tx, one staking a locked genesis output
+	// (mainnet's genesis allocations were staked this way).
 	c.Time = at(6*day + hour)
-	s = r.fund(0, units.MilliAvax)
-	transform := r.sign(&txs.TransformSubnetTx{BaseTx: r.base(s), Subnet: subnet.ID(),
-		AssetID:       ids.ID(hashing.ComputeHash256Array([]byte("subnet asset"))),
-		InitialSupply: 1_000_000, MaximumSupply: 1_000_000, MinConsumptionRate: 100_000, MaxConsumptionRate: 120_000,
+	asset := ids.ID(hashing.ComputeHash256Array([]byte("subnet asset")))
+	r.step("banff import of the subnet asset", c.BanffStandard(r.importTx(asset, 2_000_000, "import-asset")))
+	s = r.fundAsset(asset, 1_000_000)
+	transform := r.sign(&txs.TransformSubnetTx{BaseTx: r.base(s), Subnet: subnet.ID(), AssetID: asset,
+		InitialSupply: 1_000_000, MaximumSupply: 2_000_000, MinConsumptionRate: 100_000, MaxConsumptionRate: 120_000,
 		MinValidatorStake: 1, MaxValidatorStake: 1_000_000, MinStakeDuration: 1, MaxStakeDuration: uint32((365 * day).Seconds()),
 		MinDelegationFee: 0, MinDelegatorStake: 1, MaxValidatorWeightFactor: 5, UptimeRequirement: 800_000,
-		SubnetAuth: &secp256k1fx.Input{SigIndices: []uint32{0}}}, append(s.Signers, []*secp256k1.PrivateKey{kFund})...)
+		SubnetAuth: &secp256k1fx.Input{SigIndices: []uint32{0}}}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)
 	r.step("banff TransformSubnetTx", c.BanffStandard(transform))
-	nodeC, nodeD := ids.BuildTestNodeID([]byte("C")), ids.BuildTestNodeID([]byte("D"))
+	nodeC, nodeD, nodeL := ids.BuildTestNodeID([]byte("C")), ids.BuildTestNodeID([]byte("D")), ids.BuildTestNodeID([]byte("L"))
 	v3 := r.validator("V3 AddPermissionlessValidatorTx", nodeC, at(6*day+2*hour), at(8*day+2*hour), 30_000, false, true)
 	d3 := r.delegator("D3 AddPermissionlessDelegatorTx", nodeC, at(6*day+3*hour), at(7*day+3*hour), 100*units.Avax, false, true)
 	v4 := r.validator("V4 AddValidatorTx in a Banff standard block", nodeD, at(6*day+4*hour), at(13*day+4*hour), 40_000, true, true)
+	vl := r.lockedValidator("VL stakes a locked output", nodeL, at(6*day+5*hour), at(7*day+5*hour))
+	s = r.fundAsset(asset, 500_000)
+	esv := r.sign(&txs.AddPermissionlessValidatorTx{BaseTx: r.base(s),
+		Validator: txs.Validator{NodeID: nodeC, Start: uint64(at(6*day + 3*hour).Unix()), End: uint64(at(7*day + 2*hour).Unix()), Wght: 500_000},
+		Subnet:    subnet.ID(), Signer: &signer.Empty{},
+		StakeOuts:             []*avax.TransferableOutput{{Asset: avax.Asset{ID: asset}, Out: &secp256k1fx.TransferOutput{Amt: 500_000, OutputOwners: *pvmoracle.Owner(kFund)}}},
+		ValidatorRewardsOwner: pvmoracle.Owner(kVal), DelegatorRewardsOwner: pvmoracle.Owner(kVal), DelegationShares: 10_000}, s.Signers()...)
+	r.step("elastic subnet validator", c.BanffStandard(esv))
+	d.stakers = append(d.stakers, esv.ID())
 	r.advance("V3 starts", 6*day+2*hour, true)
-	r.advance("D3 starts", 6*day+3*hour, true)
+	r.advance("D3 and the elastic subnet validator start", 6*day+3*hour, true)
 	r.advance("V4 starts", 6*day+4*hour, true)
+	r.advance("VL starts", 6*day+5*hour, true)
+	r.reward("elastic subnet validator reward committed", esv.ID(), 7*day+2*hour, true)
 	r.reward("D3 reward committed (before Cortina: cut paid at once)", d3, 7*day+3*hour, true)
+	r.reward("VL reward committed (stake returns locked)", vl, 7*day+5*hour, true)
 	r.reward("V3 reward committed", v3, 8*day+2*hour, true)
 
 	// Cortina: the delegatee's cut accrues for validators that started after
-	// it (and is still paid at once for V4, which started before).
+	// it (and is still paid at once for V4, which started before); an
+	// aborted validator reward still pays the accrued cut.
 	c.Time = at(12*day + hour)
-	nodeE := ids.BuildTestNodeID([]byte("E"))
+	nodeE, nodeH := ids.BuildTestNodeID([]byte("E")), ids.BuildTestNodeID([]byte("H"))
 	d4 := r.delegator("D4 to V4 (started before Cortina)", nodeD, at(12*day+2*hour), at(13*day+2*hour), 100*units.Avax, false, true)
 	v5 := r.validator("V5 after Cortina", nodeE, at(12*day+2*hour), at(14*day+2*hour), 50_000, false, true)
 	d5 := r.delegator("D5 to V5", nodeE, at(12*day+3*hour), at(13*day+3*hour), 200*units.Avax, false, true)
-	r.advance("D4 and V5 start", 12*day+2*hour, true)
-	r.advance("D5 starts", 12*day+3*hour, true)
+	v7 := r.validator("V7 after Cortina", nodeH, at(12*day+2*hour), at(14*day+3*hour), 80_000, false, true)
+	d7 := r.delegator("D7 to V7", nodeH, at(12*day+3*hour), at(13*day+5*hour), 300*units.Avax, false, true)
+	r.advance("D4, V5 and V7 start", 12*day+2*hour, true)
+	r.advance("D5 and D7 start", 12*day+3*hour, true)
 	r.reward("D4 reward committed (cut paid at once)", d4, 13*day+2*hour, true)
 	r.reward("D5 reward committed (cut accrues)", d5, 13*day+3*hour, true)
 	r.reward("V4 reward committed", v4, 13*day+4*hour, true)
+	r.reward("D7 reward committed (cut accrues)", d7, 13*day+5*hour, true)
 	r.reward("V5 reward committed (with the accrued cut)", v5, 14*day+2*hour, true)
+	r.reward("V7 reward aborted (the accrued cut is paid)", v7, 14*day+3*hour, false)
 
-	// Durango: a staker starts when accepted.
+	// Durango: stakers start when accepted.
 	c.Time = at(18*day + hour)
 	nodeF := ids.BuildTestNodeID([]byte("F"))
 	v6 := r.validator("V6 after Durango", nodeF, at(18*day+hour), at(19*day+2*hour), 20_000, false, true)
+	d6 := r.delegator("D6 after Durango", nodeF, at(18*day+hour), at(19*day+hour), 100*units.Avax, false, true)
+	r.reward("D6 reward committed", d6, 19*day+hour, true)
 	r.reward("V6 reward aborted", v6, 19*day+2*hour, false)
 
 	// Etna: dynamic fees.
 	c.Time = at(24*day + hour)
 	s = r.fund(units.Avax, units.Avax/10)
 	r.step("etna BaseTx", c.BanffStandard(r.sign(&txs.BaseTx{BaseTx: avax.BaseTx{NetworkID: 1337, BlockchainID: constants.PlatformChainID,
-		Ins: s.Ins, Outs: sortedOuts(append(s.Change, c.Out(kDel, units.Avax)))}}, s.Signers...)))
+		Ins: s.Ins, Outs: sortedOuts(append(s.Change, c.Out(kDel, units.Avax)))}}, s.Signers()...)))
 	d.report(t)
 }
 
