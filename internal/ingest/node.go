@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -112,6 +113,10 @@ type XSource struct {
 	Workers int
 	// Wrappers, when set, swaps blocks for their proposervm wrappers.
 	Wrappers *Wrappers
+	// MissingHistory, when set, says what of the chain's history the
+	// blocks do not hold (the DAG before the Cortina linearization on
+	// mainnet and Fuji): a standing notice in status.
+	MissingHistory string
 	parser   block.Parser
 	once     sync.Once
 	err      error
@@ -120,7 +125,15 @@ type XSource struct {
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
 
 // Notice says when blocks go without proposer details (Wrappers.Notice).
-func (s *XSource) Notice() string { return s.Wrappers.Notice() }
+func (s *XSource) Notice() string {
+	notes := make([]string, 0, 2)
+	for _, n := range []string{s.MissingHistory, s.Wrappers.Notice()} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return strings.Join(notes, "; ")
+}
 
 func (s *XSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	s.once.Do(func() {
