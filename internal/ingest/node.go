@@ -117,9 +117,9 @@ type XSource struct {
 	// blocks do not hold (the DAG before the Cortina linearization on
 	// mainnet and Fuji): a standing notice in status.
 	MissingHistory string
-	parser   block.Parser
-	once     sync.Once
-	err      error
+	parser         block.Parser
+	once           sync.Once
+	err            error
 }
 
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
