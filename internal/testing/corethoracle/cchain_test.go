@@ -33,7 +33,6 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/source"
-	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 	"github.com/permafrost-dev/permafrost/internal/testing/corethoracle"
 
@@ -45,23 +44,6 @@ import (
 func TestMain(m *testing.M) {
 	corethevm.RegisterAllLibEVMExtras()
 	storetest.Main(m)
-}
-
-// atomicAdapter applies a block's atomic txs as the chain set wires it.
-type atomicAdapter struct{ a *catomic.Applier }
-
-func (ad atomicAdapter) ApplyAtomic(ctx context.Context, tx *store.Tx, height uint64, t int64, hash string, extra []byte) ([]evm.BalanceDelta, error) {
-	changes, err := ad.a.ApplyBlock(ctx, tx, catomic.Block{Height: height, Hash: hash, Time: t}, extra)
-	if err != nil {
-		return nil, err
-	}
-	var out []evm.BalanceDelta
-	for _, c := range changes {
-		if c.Wei != nil {
-			out = append(out, evm.BalanceDelta{Address: c.Address, Delta: c.Wei})
-		}
-	}
-	return out, nil
 }
 
 // TestCChainHistoricalFormats has coreth build, verify and accept C-chain
@@ -192,7 +174,7 @@ func index(t *testing.T, backend string, o *corethoracle.Oracle) *indexed {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := storetest.Open(t, storetest.DSNFor(t, backend))
-	g, err := genesis.Load(corethoracle.NetworkID, o.GenesisPath)
+	g, err := genesis.Load(corethoracle.NetworkID, o.Network.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +188,7 @@ func index(t *testing.T, backend string, o *corethoracle.Oracle) *indexed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Atomic = atomicAdapter{a}
+	cfg.Atomic = chains.NewAtomicApplier(a)
 	ix, err := evm.NewIndexer(cfg)
 	if err != nil {
 		t.Fatal(err)

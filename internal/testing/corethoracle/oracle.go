@@ -11,36 +11,27 @@ package corethoracle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/ava-labs/avalanchego/api/metrics"
 	"github.com/ava-labs/avalanchego/chains/atomic"
 	"github.com/ava-labs/avalanchego/database/memdb"
 	"github.com/ava-labs/avalanchego/database/prefixdb"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow"
-	"github.com/ava-labs/avalanchego/snow/engine/common"
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/upgrade"
 	"github.com/ava-labs/avalanchego/upgrade/upgradetest"
 	"github.com/ava-labs/avalanchego/utils/constants"
-	"github.com/ava-labs/avalanchego/utils/crypto/bls/signer/localsigner"
 	"github.com/ava-labs/avalanchego/utils/crypto/secp256k1"
 	"github.com/ava-labs/avalanchego/utils/hashing"
-	"github.com/ava-labs/avalanchego/utils/logging"
 	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/utils/units"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
-	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 	"github.com/ava-labs/libevm/core/types"
 
@@ -52,6 +43,8 @@ import (
 
 	corethatomic "github.com/ava-labs/avalanchego/graft/coreth/plugin/evm/atomic"
 	atomicvm "github.com/ava-labs/avalanchego/graft/coreth/plugin/evm/atomic/vm"
+
+	"github.com/permafrost-dev/permafrost/internal/testing/pvmoracle"
 )
 
 // NetworkID is the oracle network's ID (a custom network: genesis file).
@@ -62,21 +55,22 @@ type Oracle struct {
 	VM       *atomicvm.VM
 	Fork     upgradetest.Fork
 	Upgrades upgrade.Config
-	// GenesisPath is the network genesis (its cChainGenesis is the VM's).
-	GenesisPath string
-	URL         string // node base URL
-	Ctx         *snow.Context
+	// Network is the network genesis (its cChainGenesis is the VM's).
+	Network *pvmoracle.Network
+	URL     string // node base URL
+	Ctx     *snow.Context
 
 	memory *atomic.Memory
 }
 
 // New starts the C-chain VM of fork on a network whose C-chain genesis is
-// coreth's test genesis for that fork (vmtest.TestKeys funded).
+// coreth's test genesis for that fork (vmtest.TestKeys funded), and its
+// node: the VM's eth and avax APIs at /ext/bc/C/rpc and /ext/bc/C/avax.
 func New(t testing.TB, fork upgradetest.Fork) *Oracle {
 	t.Helper()
 	cGenesis := vmtest.GenesisJSON(paramstest.ForkToChainConfig[fork])
 	owner := vmtest.TestKeys[0].Address()
-	cfg := &avagenesis.Config{
+	n := pvmoracle.NewNetwork(t, &avagenesis.Config{
 		NetworkID: NetworkID,
 		Allocations: []avagenesis.Allocation{{ETHAddr: owner, AVAXAddr: owner, InitialAmount: 1000 * units.Avax,
 			UnlockSchedule: []avagenesis.LockedAmount{{Amount: 2_000_000 * units.Avax}}}},
@@ -85,96 +79,21 @@ func New(t testing.TB, fork upgradetest.Fork) *Oracle {
 		InitialStakedFunds:   []ids.ShortID{owner},
 		InitialStakers:       []avagenesis.Staker{{NodeID: ids.BuildTestNodeID([]byte("genesis")), RewardAddress: owner, DelegationFee: 20_000}},
 		CChainGenesis:        cGenesis,
-	}
-	genesisBytes, avaxID, err := avagenesis.FromConfig(cfg)
-	if err != nil {
-		t.Fatalf("corethoracle: genesis: %v", err)
-	}
-	xTx, err := avagenesis.VMGenesis(genesisBytes, constants.AVMID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cTx, err := avagenesis.VMGenesis(genesisBytes, constants.EVMID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unparsed, err := cfg.Unparse()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := json.Marshal(unparsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "genesis.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
+	})
 	db := memdb.New()
 	memory := atomic.NewMemory(prefixdb.New([]byte{0}, db))
-	ctx, err := snowContext(t, cTx.ID(), xTx.ID(), avaxID, memory)
-	if err != nil {
-		t.Fatal(err)
-	}
 	up := upgradetest.GetConfig(fork)
-	ctx.NetworkUpgrades = up
-
+	ctx := n.Context(t, n.CChainID, memory, up)
+	ctx.ValidatorState = primarySubnet{chains: set.Of(constants.PlatformChainID, n.XChainID, n.CChainID)}
 	vm := atomicvm.WrapVM(&evm.VM{})
-	ctx.Lock.Lock()
-	err = vm.Initialize(context.Background(), ctx, prefixdb.New([]byte{1}, db), []byte(cGenesis), nil, nil, nil, noSender{})
-	if err == nil {
-		err = vm.SetState(context.Background(), snow.Bootstrapping)
-	}
-	if err == nil {
-		err = vm.SetState(context.Background(), snow.NormalOp)
-	}
-	ctx.Lock.Unlock()
+	pvmoracle.Start(t, vm, ctx, prefixdb.New([]byte{1}, db), []byte(cGenesis), nil)
+	handlers, err := vm.CreateHandlers(context.Background())
 	if err != nil {
-		t.Fatalf("corethoracle: start the VM: %v", err)
+		t.Fatalf("corethoracle: handlers: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx.Lock.Lock()
-		defer ctx.Lock.Unlock()
-		if err := vm.Shutdown(context.Background()); err != nil {
-			t.Errorf("corethoracle: shutdown: %v", err)
-		}
-	})
-	o := &Oracle{VM: vm, Fork: fork, Upgrades: up, GenesisPath: path, Ctx: ctx, memory: memory}
-	o.URL = o.serve(t)
+	o := &Oracle{VM: vm, Fork: fork, Upgrades: up, Network: n, Ctx: ctx, memory: memory}
+	o.URL = pvmoracle.Serve(t, map[string]http.Handler{"/ext/bc/C/rpc": handlers["/rpc"], "/ext/bc/C/avax": handlers["/avax"]})
 	return o
-}
-
-func snowContext(t testing.TB, cID, xID, avaxID ids.ID, memory *atomic.Memory) (*snow.Context, error) {
-	aliaser := ids.NewAliaser()
-	for id, alias := range map[ids.ID]string{constants.PlatformChainID: "P", xID: "X", cID: "C"} {
-		for _, a := range []string{alias, id.String()} {
-			if err := aliaser.Alias(id, a); err != nil {
-				return nil, err
-			}
-		}
-	}
-	sk, err := localsigner.New()
-	if err != nil {
-		return nil, err
-	}
-	return &snow.Context{
-		NetworkID:      NetworkID,
-		SubnetID:       constants.PrimaryNetworkID,
-		ChainID:        cID,
-		NodeID:         ids.BuildTestNodeID([]byte("corethoracle")),
-		PublicKey:      sk.PublicKey(),
-		XChainID:       xID,
-		CChainID:       cID,
-		AVAXAssetID:    avaxID,
-		Log:            logging.NoLog{},
-		SharedMemory:   memory.NewSharedMemory(cID),
-		BCLookup:       aliaser,
-		Metrics:        metrics.NewPrefixGatherer(),
-		WarpSigner:     warp.NewSigner(sk, NetworkID, cID),
-		ValidatorState: primarySubnet{chains: set.Of(constants.PlatformChainID, xID, cID)},
-		ChainDataDir:   t.TempDir(),
-	}, nil
 }
 
 // primarySubnet is the validator state of a network without peers: every
@@ -207,25 +126,6 @@ func (primarySubnet) GetCurrentValidatorSet(context.Context, ids.ID) (map[ids.ID
 }
 
 var _ validators.State = primarySubnet{}
-
-func (o *Oracle) serve(t testing.TB) string {
-	t.Helper()
-	handlers, err := o.VM.CreateHandlers(context.Background())
-	if err != nil {
-		t.Fatalf("corethoracle: handlers: %v", err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/ext/bc/C/rpc", handlers["/rpc"])
-	mux.Handle("/ext/bc/C/avax", handlers["/avax"])
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l) //nolint:errcheck // closed at cleanup
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + l.Addr().String()
-}
 
 // Build issues eth txs and atomic txs, has the VM build a block of them,
 // verify and accept it, and returns it. From Apricot Phase 4 a block must
@@ -306,12 +206,3 @@ func (o *Oracle) Export(k *secp256k1.PrivateKey, amount uint64, baseFee *big.Int
 	return corethatomic.NewExportTx(o.Ctx, o.VM.CurrentRules(), extstate.New(statedb), o.Ctx.AVAXAssetID, amount, o.Ctx.XChainID,
 		k.Address(), baseFee, []*secp256k1.PrivateKey{k})
 }
-
-type noSender struct{}
-
-func (noSender) SendAppRequest(context.Context, set.Set[ids.NodeID], uint32, []byte) error {
-	return nil
-}
-func (noSender) SendAppResponse(context.Context, ids.NodeID, uint32, []byte) error     { return nil }
-func (noSender) SendAppError(context.Context, ids.NodeID, uint32, int32, string) error { return nil }
-func (noSender) SendAppGossip(context.Context, common.SendConfig, []byte) error        { return nil }

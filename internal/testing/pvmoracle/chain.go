@@ -162,115 +162,80 @@ func (c *Chain) parent() (ids.ID, uint64, error) {
 	return id, h + 1, err
 }
 
-// ApricotStandard builds, verifies and accepts an ApricotStandardBlock.
-func (c *Chain) ApricotStandard(decisions ...*txs.Tx) error {
+// accept builds a block on the last accepted one, and has the VM verify and
+// accept it.
+func (c *Chain) accept(build func(parent ids.ID, height uint64) (block.Block, error)) error {
 	p, h, err := c.parent()
 	if err != nil {
 		return err
 	}
-	b, err := block.NewApricotStandardBlock(p, h, decisions)
+	b, err := build(p, h)
 	if err != nil {
 		return err
 	}
 	return c.O.Accept(b, c.Time)
 }
 
-// ApricotAtomic builds, verifies and accepts an ApricotAtomicBlock.
-func (c *Chain) ApricotAtomic(tx *txs.Tx) error {
+// propose builds a proposal block on the last accepted one and its commit
+// or abort block; the VM verifies and accepts both.
+func (c *Chain) propose(proposal func(parent ids.ID, height uint64) (block.Block, error),
+	option func(proposal ids.ID, height uint64) (block.Block, error)) error {
 	p, h, err := c.parent()
 	if err != nil {
 		return err
 	}
-	b, err := block.NewApricotAtomicBlock(p, h, tx)
+	prop, err := proposal(p, h)
 	if err != nil {
 		return err
 	}
-	return c.O.Accept(b, c.Time)
+	opt, err := option(prop.ID(), h+1)
+	if err != nil {
+		return err
+	}
+	return c.O.AcceptProposal(prop, opt, c.Time)
+}
+
+// ApricotStandard builds, verifies and accepts an ApricotStandardBlock.
+func (c *Chain) ApricotStandard(decisions ...*txs.Tx) error {
+	return c.accept(func(p ids.ID, h uint64) (block.Block, error) { return block.NewApricotStandardBlock(p, h, decisions) })
+}
+
+// ApricotAtomic builds, verifies and accepts an ApricotAtomicBlock.
+func (c *Chain) ApricotAtomic(tx *txs.Tx) error {
+	return c.accept(func(p ids.ID, h uint64) (block.Block, error) { return block.NewApricotAtomicBlock(p, h, tx) })
 }
 
 // ApricotPropose builds an ApricotProposalBlock of tx and its commit or
 // abort block; the VM verifies and accepts both.
 func (c *Chain) ApricotPropose(tx *txs.Tx, commit bool) error {
-	p, h, err := c.parent()
-	if err != nil {
-		return err
-	}
-	prop, err := block.NewApricotProposalBlock(p, h, tx)
-	if err != nil {
-		return err
-	}
-	var opt block.Block
-	if commit {
-		opt, err = block.NewApricotCommitBlock(prop.ID(), h+1)
-	} else {
-		opt, err = block.NewApricotAbortBlock(prop.ID(), h+1)
-	}
-	if err != nil {
-		return err
-	}
-	return c.O.AcceptProposal(prop, opt, c.Time)
-}
-
-// AdvanceTime proposes an AdvanceTimeTx to t (before Banff); committed, it
-// moves the chain time.
-func (c *Chain) AdvanceTime(t time.Time, commit bool) error {
-	tx, err := c.Sign(&txs.AdvanceTimeTx{Time: uint64(t.Unix())})
-	if err != nil {
-		return err
-	}
-	// The VM accepts a time up to its clock plus the sync bound: the clock
-	// (c.Time) moves to t whether or not the proposal is committed.
-	c.Time = t
-	return c.ApricotPropose(tx, commit)
+	return c.propose(func(p ids.ID, h uint64) (block.Block, error) { return block.NewApricotProposalBlock(p, h, tx) },
+		func(p ids.ID, h uint64) (block.Block, error) {
+			if commit {
+				return block.NewApricotCommitBlock(p, h)
+			}
+			return block.NewApricotAbortBlock(p, h)
+		})
 }
 
 // BanffStandard builds, verifies and accepts a BanffStandardBlock at c.Time.
 func (c *Chain) BanffStandard(decisions ...*txs.Tx) error {
-	p, h, err := c.parent()
-	if err != nil {
-		return err
-	}
-	b, err := block.NewBanffStandardBlock(c.Time, p, h, decisions)
-	if err != nil {
-		return err
-	}
-	return c.O.Accept(b, c.Time)
+	return c.accept(func(p ids.ID, h uint64) (block.Block, error) {
+		return block.NewBanffStandardBlock(c.Time, p, h, decisions)
+	})
 }
 
 // BanffPropose builds a BanffProposalBlock at c.Time of tx (after the
 // decisions) and its commit or abort block; the VM accepts both.
 func (c *Chain) BanffPropose(tx *txs.Tx, commit bool, decisions ...*txs.Tx) error {
-	p, h, err := c.parent()
-	if err != nil {
-		return err
-	}
-	prop, err := block.NewBanffProposalBlock(c.Time, p, h, tx, decisions)
-	if err != nil {
-		return err
-	}
-	var opt block.Block
-	if commit {
-		opt, err = block.NewBanffCommitBlock(c.Time, prop.ID(), h+1)
-	} else {
-		opt, err = block.NewBanffAbortBlock(c.Time, prop.ID(), h+1)
-	}
-	if err != nil {
-		return err
-	}
-	return c.O.AcceptProposal(prop, opt, c.Time)
-}
-
-// Reward proposes the RewardValidatorTx of staker tx stakerTxID, before
-// Banff in an Apricot block, after in a Banff one.
-func (c *Chain) Reward(stakerTxID ids.ID, commit bool) error {
-	tx, err := c.Sign(&txs.RewardValidatorTx{TxID: stakerTxID})
-	if err != nil {
-		return err
-	}
-	if c.O.Upgrades.IsBanffActivated(c.Time) {
-		return c.BanffPropose(tx, commit)
-	}
-	return c.ApricotPropose(tx, commit)
+	return c.propose(func(p ids.ID, h uint64) (block.Block, error) {
+		return block.NewBanffProposalBlock(c.Time, p, h, tx, decisions)
+	},
+		func(p ids.ID, h uint64) (block.Block, error) {
+			if commit {
+				return block.NewBanffCommitBlock(c.Time, p, h)
+			}
+			return block.NewBanffAbortBlock(c.Time, p, h)
+		})
 }
 
 // ExportedToP is a UTXO of asset the chain sourceChain exported to the P-chain, put

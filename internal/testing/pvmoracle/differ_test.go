@@ -41,7 +41,7 @@ type differ struct {
 
 func newDiffer(t *testing.T, o *pvmoracle.Oracle, keys []*secp256k1.PrivateKey) *differ {
 	t.Helper()
-	g, err := genesis.Load(o.Genesis.NetworkID, o.GenesisPath)
+	g, err := genesis.Load(o.Network.Config.NetworkID, o.Network.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

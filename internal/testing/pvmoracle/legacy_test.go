@@ -191,7 +191,7 @@ func (r *legacyRun) delegator(name string, node ids.NodeID, start, end time.Time
 // fee, in AVAX, comes from the imported AVAX or from kFund's UTXOs).
 func (r *legacyRun) importTx(asset ids.ID, amount uint64, seed string) *txs.Tx {
 	r.t.Helper()
-	xID := r.c.O.XChainID()
+	xID := r.c.O.Network.XChainID
 	u, err := r.c.ExportedToP(xID, asset, kFund, amount, seed)
 	if err != nil {
 		r.t.Fatal(err)
@@ -300,7 +300,7 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 		r.pf = append(r.pf, newPermafrost(t, b, o, func() time.Time { return c.Time }))
 	}
 	at := func(x time.Duration) time.Time { return genesisTime.Add(x) }
-	xID := o.XChainID()
+	xID := o.Network.XChainID
 	r.step("genesis", nil)
 
 	// Apricot, before Phase 5: an import in an ApricotAtomicBlock, a subnet

@@ -13,14 +13,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/ava-labs/avalanchego/api/metrics"
 	"github.com/ava-labs/avalanchego/chains"
 	"github.com/ava-labs/avalanchego/chains/atomic"
 	"github.com/ava-labs/avalanchego/database/memdb"
@@ -28,18 +24,13 @@ import (
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/snow"
 	"github.com/ava-labs/avalanchego/snow/consensus/snowman"
-	"github.com/ava-labs/avalanchego/snow/engine/common"
 	"github.com/ava-labs/avalanchego/snow/uptime"
 	"github.com/ava-labs/avalanchego/snow/validators"
 	"github.com/ava-labs/avalanchego/upgrade"
 	"github.com/ava-labs/avalanchego/utils/constants"
-	"github.com/ava-labs/avalanchego/utils/crypto/bls/signer/localsigner"
-	"github.com/ava-labs/avalanchego/utils/logging"
-	"github.com/ava-labs/avalanchego/utils/set"
 	"github.com/ava-labs/avalanchego/vms/platformvm"
 	"github.com/ava-labs/avalanchego/vms/platformvm/block"
 	"github.com/ava-labs/avalanchego/vms/platformvm/config"
-	"github.com/ava-labs/avalanchego/vms/platformvm/warp"
 
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 )
@@ -48,10 +39,9 @@ import (
 type Oracle struct {
 	VM       *platformvm.VM
 	Upgrades upgrade.Config
-	// Genesis is the network genesis the VM started from; GenesisPath is it
-	// written as a genesis file (what --genesis reads).
-	Genesis     *avagenesis.Config
-	GenesisPath string
+	// Network is the genesis the VM started from (its Path is the genesis
+	// file --genesis reads).
+	Network *Network
 	// URL is the node's base URL (http://127.0.0.1:PORT).
 	URL string
 
@@ -60,42 +50,16 @@ type Oracle struct {
 	service http.Handler
 }
 
-// New starts the VM on the genesis cfg with the upgrades up, and its node.
+// New starts the VM on the genesis cfg with the upgrades up, and its node:
+// the VM's platform service on the node's two paths of it (/ext/bc/P, and
+// /ext/P, which avalanchego's client uses), and the info calls a client
+// asks first.
 func New(t testing.TB, cfg *avagenesis.Config, up upgrade.Config) *Oracle {
 	t.Helper()
-	genesisBytes, avaxID, err := avagenesis.FromConfig(cfg)
-	if err != nil {
-		t.Fatalf("pvmoracle: genesis: %v", err)
-	}
-	xTx, err := avagenesis.VMGenesis(genesisBytes, constants.AVMID)
-	if err != nil {
-		t.Fatalf("pvmoracle: %v", err)
-	}
-	cTx, err := avagenesis.VMGenesis(genesisBytes, constants.EVMID)
-	if err != nil {
-		t.Fatalf("pvmoracle: %v", err)
-	}
-	unparsed, err := cfg.Unparse()
-	if err != nil {
-		t.Fatalf("pvmoracle: %v", err)
-	}
-	raw, err := json.Marshal(unparsed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "genesis.json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
+	n := NewNetwork(t, cfg)
 	db := memdb.New()
 	memory := atomic.NewMemory(prefixdb.New([]byte{1}, db))
-	ctx, err := snowContext(cfg.NetworkID, xTx.ID(), cTx.ID(), avaxID, memory)
-	if err != nil {
-		t.Fatalf("pvmoracle: %v", err)
-	}
-	ctx.NetworkUpgrades = up
-	ctx.ChainDataDir = t.TempDir()
+	ctx := n.Context(t, constants.PlatformChainID, memory, up)
 
 	// The network's own staking and fee rules, as the node picks them for
 	// the network ID (and Permafrost's indexer does).
@@ -122,82 +86,14 @@ func New(t testing.TB, cfg *avagenesis.Config, up upgrade.Config) *Oracle {
 	// The P-chain is its own validator state (as the node's chain manager
 	// sets it): atomic txs check their peer chain's subnet through it.
 	ctx.ValidatorState = vm
-
-	ctx.Lock.Lock()
-	err = vm.Initialize(context.Background(), ctx, prefixdb.New([]byte{0}, db), genesisBytes, nil,
-		[]byte(`{"network":{"max-validator-set-staleness":0}}`), nil, noSender{})
-	if err == nil {
-		err = vm.SetState(context.Background(), snow.NormalOp)
-	}
-	ctx.Lock.Unlock()
-	if err != nil {
-		t.Fatalf("pvmoracle: start the VM: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx.Lock.Lock()
-		defer ctx.Lock.Unlock()
-		if err := vm.Shutdown(context.Background()); err != nil {
-			t.Errorf("pvmoracle: shutdown: %v", err)
-		}
-	})
+	Start(t, vm, ctx, prefixdb.New([]byte{0}, db), n.Bytes, []byte(`{"network":{"max-validator-set-staleness":0}}`))
 	handlers, err := vm.CreateHandlers(context.Background())
 	if err != nil {
 		t.Fatalf("pvmoracle: handlers: %v", err)
 	}
-	o := &Oracle{VM: vm, Upgrades: up, Genesis: cfg, GenesisPath: path, ctx: ctx, memory: memory, service: handlers[""]}
-	o.URL = o.serve(t)
+	o := &Oracle{VM: vm, Upgrades: up, Network: n, ctx: ctx, memory: memory, service: handlers[""]}
+	o.URL = Serve(t, map[string]http.Handler{"/ext/bc/P": o.service, "/ext/P": o.service, "/ext/info": http.HandlerFunc(o.info)})
 	return o
-}
-
-// snowContext is the P-chain's context on the network: the X and C chain
-// IDs and the AVAX asset are the genesis' (the VM checks txs against them).
-func snowContext(networkID uint32, xID, cID, avaxID ids.ID, memory *atomic.Memory) (*snow.Context, error) {
-	aliaser := ids.NewAliaser()
-	for id, aliases := range map[ids.ID][]string{constants.PlatformChainID: {"P"}, xID: {"X"}, cID: {"C"}} {
-		for _, a := range append(aliases, id.String()) {
-			if err := aliaser.Alias(id, a); err != nil {
-				return nil, err
-			}
-		}
-	}
-	sk, err := localsigner.New()
-	if err != nil {
-		return nil, err
-	}
-	return &snow.Context{
-		NetworkID:    networkID,
-		SubnetID:     constants.PrimaryNetworkID,
-		ChainID:      constants.PlatformChainID,
-		NodeID:       ids.BuildTestNodeID([]byte("pvmoracle")),
-		PublicKey:    sk.PublicKey(),
-		XChainID:     xID,
-		CChainID:     cID,
-		AVAXAssetID:  avaxID,
-		Log:          logging.NoLog{},
-		SharedMemory: memory.NewSharedMemory(constants.PlatformChainID),
-		BCLookup:     aliaser,
-		Metrics:      metrics.NewPrefixGatherer(),
-		WarpSigner:   warp.NewSigner(sk, networkID, constants.PlatformChainID),
-	}, nil
-}
-
-// serve starts the node: the VM's platform service on the node's two paths
-// of it (/ext/bc/P, and /ext/P, which avalanchego's client uses), and the
-// info calls a client asks first.
-func (o *Oracle) serve(t testing.TB) string {
-	t.Helper()
-	mux := http.NewServeMux()
-	mux.Handle("/ext/bc/P", o.service)
-	mux.Handle("/ext/P", o.service)
-	mux.HandleFunc("/ext/info", o.info)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(l) //nolint:errcheck // closed at cleanup
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + l.Addr().String()
 }
 
 // info answers info.getNetworkID and info.getBlockchainID the way the node does.
@@ -361,16 +257,3 @@ func (o *Oracle) PutAtomic(sourceChain ids.ID, elems ...*atomic.Element) error {
 		constants.PlatformChainID: {PutRequests: elems},
 	})
 }
-
-// noSender drops the VM's gossip: the oracle has no peers.
-type noSender struct{}
-
-func (noSender) SendAppRequest(context.Context, set.Set[ids.NodeID], uint32, []byte) error {
-	return nil
-}
-func (noSender) SendAppResponse(context.Context, ids.NodeID, uint32, []byte) error     { return nil }
-func (noSender) SendAppError(context.Context, ids.NodeID, uint32, int32, string) error { return nil }
-func (noSender) SendAppGossip(context.Context, common.SendConfig, []byte) error        { return nil }
-
-// XChainID is the network's X-chain (the peer of P's atomic txs).
-func (o *Oracle) XChainID() ids.ID { return o.ctx.XChainID }

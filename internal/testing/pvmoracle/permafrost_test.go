@@ -47,7 +47,7 @@ func newPermafrost(t *testing.T, backend string, o *pvmoracle.Oracle, now func()
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	db := storetest.Open(t, storetest.DSNFor(t, backend))
-	g, err := genesis.Load(o.Genesis.NetworkID, o.GenesisPath)
+	g, err := genesis.Load(o.Network.Config.NetworkID, o.Network.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
