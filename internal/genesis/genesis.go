@@ -30,8 +30,9 @@ type Genesis struct {
 	P *pgenesis.Genesis
 	// Upgrades is the network's upgrade schedule (avalanchego's for the
 	// network ID). Every rule that depends on an upgrade reads it from here,
-	// so a network run with other upgrade times (a node's --upgrade-file, or
-	// the legacy-format tests) is replayed with one schedule everywhere.
+	// so a network with other upgrade times (the legacy-format oracle tests
+	// set them; a node's --upgrade-file is not read yet) is replayed with one
+	// schedule everywhere.
 	Upgrades upgrade.Config
 }
 

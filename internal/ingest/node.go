@@ -124,7 +124,8 @@ type XSource struct {
 
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
 
-// Notice says when blocks go without proposer details (Wrappers.Notice).
+// Notice says what of the chain's history is missing (MissingHistory) and
+// when blocks go without proposer details (Wrappers.Notice).
 func (s *XSource) Notice() string {
 	notes := make([]string, 0, 2)
 	for _, n := range []string{s.MissingHistory, s.Wrappers.Notice()} {
