@@ -80,7 +80,7 @@ func (d *differ) report(t *testing.T) {
 }
 
 // compare checks, at the VM's last accepted height: the platform RPC
-// (getBlockByHeight, getBalance per address and of all of them,
+// (getBlockByHeight, getBlockchains, getBalance per address and of all of them,
 // getCurrentValidators of every subnet, and of its validators by node ID
 // with their delegators, and getCurrentSupply per subnet) answer for answer;
 // and the data service against the VM's getUTXOs (unspent UTXOs per
@@ -117,6 +117,7 @@ func (d *differ) compare(t *testing.T, step string, p *permafrost) {
 		rpc("platform.getBalance", map[string]any{"addresses": []string{a}}, sortUTXOIDs)
 	}
 	rpc("platform.getBalance", map[string]any{"addresses": d.addrs}, sortUTXOIDs)
+	rpc("platform.getBlockchains", struct{}{}, sortBlockchains)
 	for _, s := range d.subnets {
 		rpc("platform.getCurrentValidators", map[string]any{"subnetID": s.String()}, normValidators)
 		// Asked by node, the answer lists each validator's delegators.
@@ -380,6 +381,18 @@ func sortUTXOIDs(v any) any {
 	}
 	if l, ok := m["utxoIDs"].([]any); ok {
 		sort.Slice(l, func(i, j int) bool { return fmt.Sprint(l[i]) < fmt.Sprint(l[j]) })
+	}
+	return v
+}
+
+// sortBlockchains orders getBlockchains' chains by ID.
+func sortBlockchains(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		if l, ok := m["blockchains"].([]any); ok {
+			sort.Slice(l, func(i, j int) bool {
+				return fmt.Sprint(l[i].(map[string]any)["id"]) < fmt.Sprint(l[j].(map[string]any)["id"])
+			})
+		}
 	}
 	return v
 }

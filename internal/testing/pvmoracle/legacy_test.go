@@ -312,6 +312,11 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 	subnet := r.sign(&txs.CreateSubnetTx{BaseTx: r.base(s), Owner: pvmoracle.Owner(kFund)}, s.Signers()...)
 	r.step("apricot standard subnet", c.ApricotStandard(subnet))
 	d.subnets = append(d.subnets, subnet.ID())
+	s = r.fund(0, units.MilliAvax)
+	chain := r.sign(&txs.CreateChainTx{BaseTx: r.base(s), SubnetID: subnet.ID(), ChainName: "legacy",
+		VMID: ids.ID(hashing.ComputeHash256Array([]byte("legacy vm"))), GenesisData: []byte("{}"),
+		SubnetAuth: &secp256k1fx.Input{SigIndices: []uint32{0}}}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)
+	r.step("apricot CreateChainTx", c.ApricotStandard(chain))
 
 	nodeA, nodeB := ids.BuildTestNodeID([]byte("A")), ids.BuildTestNodeID([]byte("B"))
 	v1 := r.validator("V1 AddValidatorTx committed", nodeA, at(hour), at(3*day+hour), 20_000, true, true)
@@ -412,6 +417,23 @@ func TestLegacyPChainAgainstPlatformVM(t *testing.T) {
 	nodeF := ids.BuildTestNodeID([]byte("F"))
 	v6 := r.validator("V6 after Durango", nodeF, at(18*day+hour), at(19*day+2*hour), 20_000, false, true)
 	d6 := r.delegator("D6 after Durango", nodeF, at(18*day+hour), at(19*day+hour), 100*units.Avax, false, true)
+	// A permissioned subnet's validator removed by its owner, then the
+	// subnet's ownership transferred.
+	s = r.fund(0, units.MilliAvax)
+	subnet2 := r.sign(&txs.CreateSubnetTx{BaseTx: r.base(s), Owner: pvmoracle.Owner(kFund)}, s.Signers()...)
+	r.step("durango subnet", c.BanffStandard(subnet2))
+	d.subnets = append(d.subnets, subnet2.ID())
+	subnetAuth := &secp256k1fx.Input{SigIndices: []uint32{0}}
+	s = r.fund(0, units.MilliAvax)
+	r.step("durango AddSubnetValidatorTx", c.BanffStandard(r.sign(&txs.AddSubnetValidatorTx{BaseTx: r.base(s),
+		SubnetValidator: txs.SubnetValidator{Validator: txs.Validator{NodeID: nodeF, End: uint64(at(19*day + 2*hour).Unix()), Wght: 5}, Subnet: subnet2.ID()},
+		SubnetAuth:      subnetAuth}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)))
+	s = r.fund(0, units.MilliAvax)
+	r.step("RemoveSubnetValidatorTx", c.BanffStandard(r.sign(&txs.RemoveSubnetValidatorTx{BaseTx: r.base(s), NodeID: nodeF,
+		Subnet: subnet2.ID(), SubnetAuth: subnetAuth}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)))
+	s = r.fund(0, units.MilliAvax)
+	r.step("TransferSubnetOwnershipTx", c.BanffStandard(r.sign(&txs.TransferSubnetOwnershipTx{BaseTx: r.base(s), Subnet: subnet2.ID(),
+		SubnetAuth: subnetAuth, Owner: pvmoracle.Owner(kDel)}, append(s.Signers(), []*secp256k1.PrivateKey{kFund})...)))
 	r.reward("D6 reward committed", d6, 19*day+hour, true)
 	r.reward("V6 reward aborted", v6, 19*day+2*hour, false)
 
