@@ -114,9 +114,9 @@ type XSource struct {
 	// Wrappers, when set, swaps blocks for their proposervm wrappers.
 	Wrappers *Wrappers
 	// MissingHistory, when set, says what of the chain's history the
-	// blocks do not hold (the DAG before the Cortina linearization on
-	// mainnet and Fuji): a standing notice in status.
-	MissingHistory string
+	// blocks do not hold while it is not indexed (the DAG before the
+	// Cortina linearization on mainnet and Fuji): a notice in status.
+	MissingHistory Noticer
 	parser         block.Parser
 	once           sync.Once
 	err            error
@@ -128,7 +128,11 @@ func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeig
 // when blocks go without proposer details (Wrappers.Notice).
 func (s *XSource) Notice() string {
 	notes := make([]string, 0, 2)
-	for _, n := range []string{s.MissingHistory, s.Wrappers.Notice()} {
+	missing := ""
+	if s.MissingHistory != nil {
+		missing = s.MissingHistory.Notice()
+	}
+	for _, n := range []string{missing, s.Wrappers.Notice()} {
 		if n != "" {
 			notes = append(notes, n)
 		}
