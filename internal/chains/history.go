@@ -55,3 +55,7 @@ func (d dagIndex) Range(ctx context.Context, kind string, start uint64, n int) (
 	}
 	return out, nil
 }
+
+// NodeDAGIndex is node's index of the X-chain's DAG (for tests that build
+// the X-chain's pipeline themselves).
+func NodeDAGIndex(node *source.Avalanche) xchain.DAGIndex { return dagIndex{node: node} }
