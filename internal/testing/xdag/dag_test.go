@@ -3,6 +3,7 @@ package xdag_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"math/big"
@@ -95,6 +96,49 @@ func TestDAGHistoryWithoutIndex(t *testing.T) {
 	}
 }
 
+// TestDAGHistoryResumes: an ingestion stopped between batches (the vertex
+// index fails after the txs committed) keeps what it committed and resumes
+// from the stored containers, without duplicates.
+func TestDAGHistoryResumes(t *testing.T) {
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			f := newFixture(t, backend, true)
+			broken := xchain.NewDAG(f.chain.Indexer.(*xchain.Indexer), failVertices{chains.NodeDAGIndex(f.node)},
+				chains.XHistoryNotice(f.g), f.log)
+			ctx := context.Background()
+			if err := broken.Ingest(ctx, f.db); err == nil || !strings.Contains(err.Error(), "vertex index down") {
+				t.Fatalf("ingest with the vertex index down: %v", err)
+			}
+			if n := broken.Notice(); n == "" {
+				t.Error("no notice while the vertices are missing")
+			}
+			var txs, vtxs int
+			if err := f.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM x_dag_containers WHERE kind = 'tx'),
+				(SELECT COUNT(*) FROM x_dag_containers WHERE kind = 'vtx')`).Scan(&txs, &vtxs); err != nil {
+				t.Fatal(err)
+			}
+			if txs != len(f.d.Txs) || vtxs != 0 {
+				t.Fatalf("after the failure: %d txs, %d vertices stored; want %d, 0", txs, vtxs, len(f.d.Txs))
+			}
+			f.ingest(t)
+			if n := f.notice(t); strings.Contains(n, "linearization") {
+				t.Errorf("status notice after resuming = %q", n)
+			}
+			f.check(t)
+		})
+	}
+}
+
+// failVertices is a DAG index whose vertex index fails.
+type failVertices struct{ xchain.DAGIndex }
+
+func (f failVertices) Last(ctx context.Context, kind string) (uint64, error) {
+	if kind == xchain.KindVertex {
+		return 0, errors.New("vertex index down")
+	}
+	return f.DAGIndex.Last(ctx, kind)
+}
+
 type fixture struct {
 	g     *genesis.Genesis
 	d     *xdag.DAG
@@ -106,6 +150,7 @@ type fixture struct {
 	mux  *api.Mux
 	spec *apitest.Spec
 	log  *slog.Logger
+	node *source.Avalanche
 	// cortina is the linearization time: the cap of DAG timestamps.
 	cortina int64
 	txTimes []int64
@@ -157,6 +202,7 @@ func newFixture(t *testing.T, backend string, withIndex bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.node = node
 	xIx, err := xchain.NewIndexer(g, log)
 	if err != nil {
 		t.Fatal(err)
