@@ -107,14 +107,16 @@ func Build(g *genesis.Genesis, funder *secp256k1.PrivateKey) (*DAG, error) {
 	if err != nil {
 		return nil, err
 	}
+	minted := &txs.InitialState{FxIndex: 0, Outs: []verify.State{
+		&secp256k1fx.TransferOutput{Amt: 1_000_000, OutputOwners: *owner(k1)},
+		&secp256k1fx.MintOutput{OutputOwners: *owner(k1)},
+	}}
+	minted.Sort(p.Codec())
 	b2 := base([]*avax.TransferableInput{input(find(tx1, avaxID, k1))}, []*avax.TransferableOutput{
 		output(avaxID, 1000*units.Avax-10*fee, k1),
 	}, nil)
 	tx2, err := sign(&txs.CreateAssetTx{BaseTx: b2, Name: "DAG token", Symbol: "DAGT", Denomination: 2,
-		States: []*txs.InitialState{{FxIndex: 0, Outs: []verify.State{
-			&secp256k1fx.TransferOutput{Amt: 1_000_000, OutputOwners: *owner(k1)},
-			&secp256k1fx.MintOutput{OutputOwners: *owner(k1)},
-		}}}}, k1)
+		States: []*txs.InitialState{minted}}, k1)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 	"github.com/ava-labs/avalanchego/ids"
 	"github.com/ava-labs/avalanchego/utils/constants"
+	"github.com/ava-labs/avalanchego/utils/formatting"
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 	"github.com/ava-labs/avalanchego/utils/hashing"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
@@ -55,6 +56,14 @@ func TestMain(m *testing.M) { storetest.Main(m) }
 // history goes away once the stop vertex is indexed, and stays with a node
 // that serves no DAG index.
 func TestDAGHistory(t *testing.T) {
+	// avalanchego's avm, fed the same DAG and linearized at its stop
+	// vertex: what a real node answers.
+	cfg, err := avagenesis.GetConfigFile(filepath.Join(testenv.DevnetDir(t), "genesis.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, d, _ := network(t)
+	o := xdag.NewOracle(t, cfg, g.Upgrades, d)
 	for _, backend := range storetest.Backends {
 		t.Run(backend, func(t *testing.T) {
 			f := newFixture(t, backend, true)
@@ -66,6 +75,7 @@ func TestDAGHistory(t *testing.T) {
 				t.Errorf("status notice after the DAG was indexed = %q", n)
 			}
 			f.check(t)
+			f.compare(t, o)
 			// Resuming is a no-op: the stored containers are the checkpoint.
 			if err := f.dag.Ingest(context.Background(), f.db); err != nil {
 				t.Fatal(err)
@@ -75,6 +85,7 @@ func TestDAGHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.check(t)
+			f.compare(t, o)
 		})
 	}
 }
@@ -156,12 +167,10 @@ type fixture struct {
 	txTimes []int64
 }
 
-func newFixture(t *testing.T, backend string, withIndex bool) *fixture {
+// network is devnet-a's genesis with a DAG before its first block: the
+// DAG, and the time its first container was accepted.
+func network(t *testing.T) (*genesis.Genesis, *xdag.DAG, time.Time) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("XDAG_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
 	net := devnet.LoadNetwork(t)
 	g, err := genesis.Load(net.NetworkID, filepath.Join(testenv.DevnetDir(t), "genesis.json"))
 	if err != nil {
@@ -178,6 +187,16 @@ func newFixture(t *testing.T, backend string, withIndex bool) *fixture {
 	start := time.Unix(int64(g.P.Timestamp), 0).Add(-2 * time.Hour)
 	g.Upgrades.CortinaXChainStopVertexID = d.Vertices[len(d.Vertices)-1].ID()
 	g.Upgrades.CortinaTime = start.Add(time.Hour)
+	return g, d, start
+}
+
+func newFixture(t *testing.T, backend string, withIndex bool) *fixture {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("XDAG_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	g, d, start := network(t)
 	txC, vtxC := d.Index(start, time.Now())
 	f := &fixture{g: g, d: d, log: log, cortina: g.Upgrades.CortinaTime.Unix(), spec: apitest.Load(t)}
 	for _, c := range txC {
@@ -435,6 +454,108 @@ func (f *fixture) check(t *testing.T) {
 	}
 	if blocks < 2 {
 		t.Errorf("linear X blocks indexed: %d", blocks)
+	}
+}
+
+// compare compares the data service with avalanchego's avm (the oracle):
+// avm.getUTXOs and avm.getAllBalances of every address the DAG touched, and
+// avm.getTx of every DAG tx.
+func (f *fixture) compare(t *testing.T, o *xdag.Oracle) {
+	t.Helper()
+	p, err := xdag.Parser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := append([]ids.ShortID{avagenesis.EWOQKey.Address()}, f.d.Keys[0].Address(), f.d.Keys[1].Address(), f.d.Keys[2].Address())
+	for _, owner := range owners {
+		a := f.addr(t, owner)
+		raw, msg, err := o.Call("avm.getUTXOs", map[string]any{"addresses": []string{"X-" + a}, "limit": 1024, "encoding": "hex"})
+		if err != nil || msg != "" {
+			t.Fatalf("avm.getUTXOs(%s): %v %s", a, err, msg)
+		}
+		var us struct {
+			UTXOs []string `json:"utxos"`
+		}
+		if err := json.Unmarshal(raw, &us); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{}
+		for _, h := range us.UTXOs {
+			b, err := formatting.Decode(formatting.Hex, h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var u avax.UTXO
+			if _, err := p.Codec().Unmarshal(b, &u); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, u.InputID().String())
+		}
+		sort.Strings(want)
+		var page struct {
+			Utxos []primary.Utxo `json:"utxos"`
+		}
+		f.get(t, x+"/utxos?pageSize=100&addresses="+a, &page)
+		if got := utxoIDs(page.Utxos); !equalSlices(got, want) {
+			t.Errorf("UTXOs of %s: Permafrost %v, avm %v", a, got, want)
+		}
+
+		raw, msg, err = o.Call("avm.getAllBalances", map[string]any{"address": "X-" + a})
+		if err != nil || msg != "" {
+			t.Fatalf("avm.getAllBalances(%s): %v %s", a, err, msg)
+		}
+		var bals struct {
+			Balances []struct {
+				Asset   string `json:"asset"`
+				Balance string `json:"balance"`
+			} `json:"balances"`
+		}
+		if err := json.Unmarshal(raw, &bals); err != nil {
+			t.Fatal(err)
+		}
+		wantB := map[string]string{}
+		for _, b := range bals.Balances {
+			id := b.Asset
+			if id == "AVAX" {
+				id = f.g.AvaxAssetID.String()
+			}
+			wantB[id] = b.Balance
+		}
+		var bal struct {
+			Balances struct {
+				Unlocked []struct {
+					AssetID string `json:"assetId"`
+					Amount  string `json:"amount"`
+				} `json:"unlocked"`
+			} `json:"balances"`
+		}
+		f.get(t, x+"/balances?addresses="+a, &bal)
+		gotB := map[string]string{}
+		for _, b := range bal.Balances.Unlocked {
+			gotB[b.AssetID] = b.Amount
+		}
+		if !equalMaps(gotB, wantB) {
+			t.Errorf("balances of %s: Permafrost %v, avm.getAllBalances %v", a, gotB, wantB)
+		}
+	}
+	for i, tx := range f.d.Txs {
+		raw, msg, err := o.Call("avm.getTx", map[string]any{"txID": tx.ID().String(), "encoding": "hex"})
+		if err != nil || msg != "" {
+			t.Fatalf("avm.getTx(%d): %v %s", i, err, msg)
+		}
+		var got struct {
+			Tx string `json:"tx"`
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatal(err)
+		}
+		var stored []byte
+		if err := f.db.QueryRowContext(context.Background(), `SELECT tx_bytes FROM px_txs WHERE tx_id = $1`, tx.ID().String()).Scan(&stored); err != nil {
+			t.Fatalf("tx %d not indexed: %v", i, err)
+		}
+		if h, _ := formatting.Encode(formatting.Hex, stored); h != got.Tx {
+			t.Errorf("tx %d: Permafrost stored %s, avm.getTx %s", i, h, got.Tx)
+		}
 	}
 }
 
