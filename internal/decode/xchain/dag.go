@@ -133,23 +133,35 @@ func (d *DAG) ingestKind(ctx context.Context, db *store.DB, kind string) error {
 				return fmt.Errorf("xchain: DAG %s index: container %d has position %d, want %d", kind, i, c.Position, next+uint64(i))
 			}
 		}
-		tx, err := db.Begin(ctx)
-		if err != nil {
+		if err := d.write(ctx, db, kind, cs, true); err != nil {
 			return err
-		}
-		if err := d.store(ctx, tx, kind, cs); err != nil {
-			tx.Rollback() //nolint:errcheck // the apply error is the one to report
-			return err
-		}
-		if err := d.apply(ctx, tx, kind, cs); err != nil {
-			tx.Rollback() //nolint:errcheck // the apply error is the one to report
-			return err
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("xchain: DAG %s commit: %w", kind, err)
 		}
 		next += uint64(len(cs))
 		d.log.Info("ingest: X-chain DAG", "kind", kind, "position", next-1, "last", last)
+	}
+	return nil
+}
+
+// write indexes containers of one kind in one transaction; fetched ones
+// are stored with their rows (the checkpoint), replayed ones are stored
+// already.
+func (d *DAG) write(ctx context.Context, db ingest.StoreDB, kind string, cs []DAGContainer, fetched bool) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if fetched {
+		err = d.store(ctx, tx, kind, cs)
+	}
+	if err == nil {
+		err = d.apply(ctx, tx, kind, cs)
+	}
+	if err != nil {
+		tx.Rollback() //nolint:errcheck // the apply error is the one to report
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("xchain: DAG %s commit: %w", kind, err)
 	}
 	return nil
 }
@@ -295,16 +307,8 @@ func (d *DAG) Replay(ctx context.Context, db ingest.StoreDB) error {
 			if cs[0].Position != uint64(next) {
 				return fmt.Errorf("xchain: stored DAG %s %d missing", kind, next)
 			}
-			tx, err := db.Begin(ctx)
-			if err != nil {
+			if err := d.write(ctx, db, kind, cs, false); err != nil {
 				return err
-			}
-			if err := d.apply(ctx, tx, kind, cs); err != nil {
-				tx.Rollback() //nolint:errcheck // the apply error is the one to report
-				return err
-			}
-			if err := tx.Commit(); err != nil {
-				return fmt.Errorf("xchain: replay DAG %s: %w", kind, err)
 			}
 			next += int64(len(cs))
 		}

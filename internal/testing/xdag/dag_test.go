@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -345,28 +347,16 @@ func (f *fixture) check(t *testing.T) {
 		for _, u := range page.Utxos {
 			got[u.UtxoID] = u.Asset.AssetID + " " + u.Asset.Amount
 		}
-		if !equalMaps(got, want) {
+		if !maps.Equal(got, want) {
 			t.Errorf("UTXOs of %s:\n got  %v\n want %v", a, got, want)
 		}
 		// Balances (as avm.getAllBalances: spendable alone, unlocked).
-		var bal struct {
-			Balances struct {
-				Unlocked []struct {
-					AssetID string `json:"assetId"`
-					Amount  string `json:"amount"`
-				} `json:"unlocked"`
-			} `json:"balances"`
-		}
-		f.get(t, x+"/balances?addresses="+a, &bal)
-		gotB := map[string]string{}
-		for _, b := range bal.Balances.Unlocked {
-			gotB[b.AssetID] = b.Amount
-		}
+		gotB := f.balances(t, a)
 		wantB := map[string]string{}
 		for asset, s := range sums {
 			wantB[asset] = s.String()
 		}
-		if !equalMaps(gotB, wantB) {
+		if !maps.Equal(gotB, wantB) {
 			t.Errorf("balances of %s: got %v, want %v", a, gotB, wantB)
 		}
 	}
@@ -392,7 +382,7 @@ func (f *fixture) check(t *testing.T) {
 			t.Errorf("tx %d: chainFormat %q blockHeight %v timestamp %d vertices %+v, want non-linear, none, %d, %+v",
 				i, got.ChainFormat, got.BlockHeight, got.Timestamp, got.Vertices, f.txTimes[i], wantV)
 		}
-		if g, w := utxoIDs(got.EmittedUtxos), idsOf(tx.UTXOs()); !equalSlices(g, w) {
+		if g, w := utxoIDs(got.EmittedUtxos), idsOf(tx.UTXOs()); !slices.Equal(g, w) {
 			t.Errorf("tx %d emitted %v, want %v", i, g, w)
 		}
 		var ins []string
@@ -400,7 +390,7 @@ func (f *fixture) check(t *testing.T) {
 			ins = append(ins, in.InputID().String())
 		}
 		sort.Strings(ins)
-		if g := utxoIDs(got.ConsumedUtxos); !equalSlices(g, ins) {
+		if g := utxoIDs(got.ConsumedUtxos); !slices.Equal(g, ins) {
 			t.Errorf("tx %d consumed %v, want %v", i, g, ins)
 		}
 		if i == 1 && (got.AssetCreated == nil || got.AssetCreated.Symbol != "DAGT" || got.AssetCreated.Cap != "variable") {
@@ -496,7 +486,7 @@ func (f *fixture) compare(t *testing.T, o *xdag.Oracle) {
 			Utxos []primary.Utxo `json:"utxos"`
 		}
 		f.get(t, x+"/utxos?pageSize=100&addresses="+a, &page)
-		if got := utxoIDs(page.Utxos); !equalSlices(got, want) {
+		if got := utxoIDs(page.Utxos); !slices.Equal(got, want) {
 			t.Errorf("UTXOs of %s: Permafrost %v, avm %v", a, got, want)
 		}
 
@@ -521,20 +511,8 @@ func (f *fixture) compare(t *testing.T, o *xdag.Oracle) {
 			}
 			wantB[id] = b.Balance
 		}
-		var bal struct {
-			Balances struct {
-				Unlocked []struct {
-					AssetID string `json:"assetId"`
-					Amount  string `json:"amount"`
-				} `json:"unlocked"`
-			} `json:"balances"`
-		}
-		f.get(t, x+"/balances?addresses="+a, &bal)
-		gotB := map[string]string{}
-		for _, b := range bal.Balances.Unlocked {
-			gotB[b.AssetID] = b.Amount
-		}
-		if !equalMaps(gotB, wantB) {
+		gotB := f.balances(t, a)
+		if !maps.Equal(gotB, wantB) {
 			t.Errorf("balances of %s: Permafrost %v, avm.getAllBalances %v", a, gotB, wantB)
 		}
 	}
@@ -600,20 +578,24 @@ func idsOf(us []*avax.UTXO) []string {
 	return out
 }
 
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
+// balances are the data service's unlocked X balances of address a, by
+// asset.
+func (f *fixture) balances(t *testing.T, a string) map[string]string {
+	t.Helper()
+	var bal struct {
+		Balances struct {
+			Unlocked []struct {
+				AssetID string `json:"assetId"`
+				Amount  string `json:"amount"`
+			} `json:"unlocked"`
+		} `json:"balances"`
 	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
+	f.get(t, x+"/balances?addresses="+a, &bal)
+	out := map[string]string{}
+	for _, b := range bal.Balances.Unlocked {
+		out[b.AssetID] = b.Amount
 	}
-	return true
-}
-
-func equalSlices(a, b []string) bool {
-	return strings.Join(a, ",") == strings.Join(b, ",")
+	return out
 }
 
 func sameJSON(a, b any) bool {
