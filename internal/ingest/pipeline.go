@@ -277,6 +277,11 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 	if err := p.recordState(ctx, c, st, nil); err != nil {
 		return err
 	}
+	tip, err := p.tip(ctx, c, st)
+	if err != nil {
+		return err
+	}
+	// The node answered: the history before the first block comes first.
 	if c.History != nil {
 		if err := c.History.Ingest(ctx, p.db); err != nil {
 			if ctx.Err() != nil {
@@ -292,10 +297,6 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 		if err := p.recordState(ctx, c, st, nil); err != nil {
 			return err
 		}
-	}
-	tip, err := p.tip(ctx, c, st)
-	if err != nil {
-		return err
 	}
 	target := tip
 	p.setProgress(c.Key, next-1, tip, 0)
