@@ -232,11 +232,13 @@ func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) err
 	if err != nil {
 		return err
 	}
+	dag := xchain.NewDAG(xIx, dagIndex{node: node}, XHistoryNotice(g), o.Log)
 	s.Chains = append(s.Chains,
 		ingest.Chain{Key: "P", Kind: "P", BlockchainID: constants.PlatformChainID.String(), NetworkID: networkID, Name: "P-Chain",
 			Source: &ingest.PSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("P", nodeIndex{node: node, chain: "P"}, o.Log)}, Indexer: pIx, BatchSize: o.BatchSize},
 		ingest.Chain{Key: "X", Kind: "X", BlockchainID: xTx.ID().String(), NetworkID: networkID, Name: "X-Chain",
-			Source: &ingest.XSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("X", nodeIndex{node: node, chain: "X"}, o.Log)}, Indexer: xIx, BatchSize: o.BatchSize},
+			Source: &ingest.XSource{Node: node, Workers: workers, Wrappers: ingest.NewWrappers("X", nodeIndex{node: node, chain: "X"}, o.Log),
+				MissingHistory: dag}, Indexer: xIx, History: dag, BatchSize: o.BatchSize},
 	)
 	atomic, err := catomic.New(g, o.Log)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 	"github.com/ava-labs/avalanchego/ids"
+	"github.com/ava-labs/avalanchego/upgrade"
 	"github.com/ava-labs/avalanchego/utils/constants"
 	"github.com/ava-labs/avalanchego/vms/platformvm/txs"
 
@@ -27,6 +28,12 @@ type Genesis struct {
 	Config *avagenesis.Config
 	// P is the parsed P-chain genesis: UTXOs, validators (stakers), chains, timestamp, supply.
 	P *pgenesis.Genesis
+	// Upgrades is the network's upgrade schedule (avalanchego's for the
+	// network ID). Every rule that depends on an upgrade reads it from here,
+	// so a network with other upgrade times (the legacy-format oracle tests
+	// set them; a node's --upgrade-file is not read yet) is replayed with one
+	// schedule everywhere.
+	Upgrades upgrade.Config
 }
 
 // Load returns the genesis of networkID: from path when given, else the built-in
@@ -65,6 +72,7 @@ func Load(networkID uint32, path string) (*Genesis, error) {
 		Bytes:       bytes,
 		Config:      cfg,
 		P:           p,
+		Upgrades:    upgrade.GetConfig(networkID),
 	}, nil
 }
 

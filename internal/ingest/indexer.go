@@ -88,3 +88,19 @@ func Discard(ix Indexer) {
 		b.Discard()
 	}
 }
+
+// History is a chain's history from before its first block that the node
+// serves apart from its blocks (the X-chain's DAG before the Cortina
+// linearization). The pipeline ingests it before the chain's blocks;
+// Reindex replays it before their raw blocks.
+type History interface {
+	// Ingest fetches and indexes what is not indexed yet, each batch with
+	// its stored containers (its checkpoint) in one transaction, and
+	// returns when it reached the node's end. A node that does not serve
+	// the history is not an error (Notice says so).
+	Ingest(ctx context.Context, db *store.DB) error
+	// Replay indexes the stored history again, without fetching.
+	Replay(ctx context.Context, db StoreDB) error
+	// DerivedTables are the tables Replay rebuilds beyond the indexer's.
+	DerivedTables() []string
+}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ava-labs/avalanchego/ids"
@@ -112,15 +113,32 @@ type XSource struct {
 	Workers int
 	// Wrappers, when set, swaps blocks for their proposervm wrappers.
 	Wrappers *Wrappers
-	parser   block.Parser
-	once     sync.Once
-	err      error
+	// MissingHistory, when set, says what of the chain's history the
+	// blocks do not hold while it is not indexed (the DAG before the
+	// Cortina linearization on mainnet and Fuji): a notice in status.
+	MissingHistory Noticer
+	parser         block.Parser
+	once           sync.Once
+	err            error
 }
 
 func (s *XSource) Tip(ctx context.Context) (uint64, error) { return s.Node.XHeight(ctx) }
 
-// Notice says when blocks go without proposer details (Wrappers.Notice).
-func (s *XSource) Notice() string { return s.Wrappers.Notice() }
+// Notice says what of the chain's history is missing (MissingHistory) and
+// when blocks go without proposer details (Wrappers.Notice).
+func (s *XSource) Notice() string {
+	notes := make([]string, 0, 2)
+	missing := ""
+	if s.MissingHistory != nil {
+		missing = s.MissingHistory.Notice()
+	}
+	for _, n := range []string{missing, s.Wrappers.Notice()} {
+		if n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return strings.Join(notes, "; ")
+}
 
 func (s *XSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	s.once.Do(func() {

@@ -39,6 +39,8 @@ type Chain struct {
 	Name         string
 	Source       Source
 	Indexer      Indexer
+	// History, when set, is ingested before the chain's blocks.
+	History History
 	// BatchSize is how many blocks one write transaction carries.
 	BatchSize int
 	// FetchSize is how many heights one Source.Fetch asks for (at most
@@ -278,6 +280,23 @@ func (p *Pipeline) follow(ctx context.Context, c Chain) error {
 	tip, err := p.tip(ctx, c, st)
 	if err != nil {
 		return err
+	}
+	// The node answered: the history before the first block comes first.
+	if c.History != nil {
+		if err := c.History.Ingest(ctx, p.db); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// The blocks go on: spends of outputs the history will create
+			// are kept until it does (primary.Writer), and the source's
+			// notice says the history is missing.
+			p.log.Error("ingest: history before the first block failed; indexing blocks", "chain", c.Key, "err", err)
+		}
+		// The history may have ended a notice (recordState at start said it).
+		st.recorded = false
+		if err := p.recordState(ctx, c, st, nil); err != nil {
+			return err
+		}
 	}
 	target := tip
 	p.setProgress(c.Key, next-1, tip, 0)

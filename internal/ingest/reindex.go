@@ -14,7 +14,7 @@ import (
 // replays each chain's raw blocks in height order, one transaction per batch.
 // Interrupted, it leaves the derived tables partial; run it again to finish
 // (ingestion must not run meanwhile).
-func Reindex(ctx context.Context, db storeDB, chains []Chain, batch int, log *slog.Logger) error {
+func Reindex(ctx context.Context, db StoreDB, chains []Chain, batch int, log *slog.Logger) error {
 	if batch <= 0 {
 		batch = 256
 	}
@@ -22,6 +22,11 @@ func Reindex(ctx context.Context, db storeDB, chains []Chain, batch int, log *sl
 	for _, c := range chains {
 		for _, t := range c.Indexer.DerivedTables() {
 			tables[t] = true
+		}
+		if c.History != nil {
+			for _, t := range c.History.DerivedTables() {
+				tables[t] = true
+			}
 		}
 	}
 	names := make([]string, 0, len(tables))
@@ -44,6 +49,11 @@ func Reindex(ctx context.Context, db storeDB, chains []Chain, batch int, log *sl
 	}
 	log.Info("reindex: cleared derived tables", "tables", names)
 	for _, c := range chains {
+		if c.History != nil {
+			if err := c.History.Replay(ctx, db); err != nil {
+				return fmt.Errorf("reindex %s: history: %w", c.Key, err)
+			}
+		}
 		next := int64(0)
 		total := 0
 		for {
@@ -91,7 +101,7 @@ func reapply(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock, next
 	return nil
 }
 
-func readRaw(ctx context.Context, db storeDB, chain string, from int64, limit int) ([]RawBlock, error) {
+func readRaw(ctx context.Context, db StoreDB, chain string, from int64, limit int) ([]RawBlock, error) {
 	rows, err := db.QueryContext(ctx, `SELECT height, hash, block_time, body, encoding FROM raw_blocks
 		WHERE chain_key = $1 AND height >= $2 ORDER BY height LIMIT $3`, chain, from, limit)
 	if err != nil {

@@ -7,8 +7,8 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
-// storeDB is what reindexing needs of the store.
-type storeDB interface {
+// StoreDB is what reindexing needs of the store (*store.DB).
+type StoreDB interface {
 	Begin(ctx context.Context) (*store.Tx, error)
 	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
 }

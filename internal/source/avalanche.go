@@ -351,9 +351,19 @@ type IndexedContainer struct {
 	Index uint64
 	ID    ids.ID
 	Bytes []byte
+	// Timestamp is when the node accepted the container (unix s).
+	Timestamp int64
 }
 
-// blockIndex is the index API of chain's blocks (P or X) and the ID
+// The index API's X-chain DAG indexes, named as chains of IndexLastAccepted
+// and IndexContainers: vertices and txs accepted before the linearization.
+const (
+	XVertices = "X-vtx"
+	XDAGTxs   = "X-tx"
+)
+
+// blockIndex is the index API of chain's blocks (P or X, or XVertices and
+// XDAGTxs) and the ID
 // avalanchego gives a block of that chain from before the proposervm fork.
 // The C-chain's index is not read: its pre-fork blocks would need coreth's
 // parser, and its proposer details are not served.
@@ -374,6 +384,12 @@ func (a *Avalanche) blockIndex(chain string) (string, func([]byte) (ids.ID, erro
 				return ids.Empty, err
 			}
 			return blk.ID(), nil
+		}, nil
+	case XVertices, XDAGTxs:
+		// The X-chain's DAG before its linearization: a vertex's and a
+		// signed tx's ID are the sha256 of their bytes.
+		return "/ext/index/X/" + strings.TrimPrefix(chain, "X-"), func(b []byte) (ids.ID, error) {
+			return hashing.ComputeHash256Array(b), nil
 		}, nil
 	}
 	return "", nil, fmt.Errorf("source: no block index for chain %q", chain)
@@ -441,7 +457,7 @@ func indexedContainer(fc indexer.FormattedContainer, preFork func([]byte) (ids.I
 	if err != nil {
 		return IndexedContainer{}, err
 	}
-	c := IndexedContainer{Index: uint64(fc.Index), ID: fc.ID, Bytes: b}
+	c := IndexedContainer{Index: uint64(fc.Index), ID: fc.ID, Bytes: b, Timestamp: fc.Timestamp.Unix()}
 	var parsed []string
 	if blk, err := proposerblock.ParseWithoutVerification(b); err == nil {
 		if blk.ID() == fc.ID {

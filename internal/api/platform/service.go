@@ -76,7 +76,7 @@ func newService(deps Deps, up *upstream) (*Service, error) {
 		g:           deps.Genesis,
 		ctx:         ctx,
 		addrs:       avax.NewAddressManager(ctx),
-		upgrades:    upgrade.GetConfig(deps.Genesis.NetworkID),
+		upgrades:    deps.Genesis.Upgrades,
 		node:        up,
 		now:         deps.Now,
 		timeout:     deps.CallTimeout,

@@ -75,7 +75,7 @@ func New(g *genesis.Genesis, log *slog.Logger) (*Applier, error) {
 	return &Applier{
 		hrp:      g.HRP,
 		avax:     g.AvaxAssetID,
-		upgrades: upgrade.GetConfig(g.NetworkID),
+		upgrades: g.Upgrades,
 		chains:   chains,
 		codec:    c,
 		w:        primary.Writer{HRP: g.HRP},

@@ -92,7 +92,7 @@ func NewIndexer(g *genesis.Genesis, extra ...ChainKey) (*Indexer, error) {
 			Reward:       staking.RewardConfig,
 			DynamicFee:   fees.DynamicFeeConfig,
 			ValidatorFee: fees.ValidatorFeeConfig,
-			Upgrades:     upgrade.GetConfig(g.NetworkID),
+			Upgrades:     g.Upgrades,
 		},
 		Log:       slog.Default(),
 		g:         g,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/decode/xchain"
 )
 
 // TxTypes is the complete PrimaryNetworkTxType enumeration (txTypes filter).
@@ -22,8 +23,9 @@ var TxTypes = []string{
 	"IncreaseL1ValidatorBalanceTx", "UNKNOWN", "CreateAssetTx", "OperationTx",
 }
 
-// XChainTx is the OpenAPI XChainLinearTransaction (the X-chain is linear
-// since Cortina: every tx is in one block).
+// XChainTx is the OpenAPI XChainLinearTransaction (a tx of a block, since
+// the Cortina linearization) or XChainNonLinearTransaction (a tx of the DAG
+// before it: in vertices, no block; chainFormat "non-linear").
 type XChainTx struct {
 	TxHash           string             `json:"txHash"`
 	ChainFormat      string             `json:"chainFormat"`
@@ -37,8 +39,19 @@ type XChainTx struct {
 	SourceChain      string             `json:"sourceChain,omitempty"`
 	DestinationChain string             `json:"destinationChain,omitempty"`
 	AssetCreated     *XChainAssetDetail `json:"assetCreated,omitempty"`
-	BlockHeight      int64              `json:"blockHeight"`
-	BlockHash        string             `json:"blockHash"`
+	// BlockHeight and BlockHash are left out of a DAG tx (nil).
+	BlockHeight *int64  `json:"blockHeight,omitempty"`
+	BlockHash   *string `json:"blockHash,omitempty"`
+	// Vertices are the vertices holding a DAG tx (nil for a block's tx).
+	Vertices []TxVertex `json:"vertices,omitempty"`
+}
+
+// TxVertex is TransactionVertexDetail: a vertex holding a DAG tx (spec 2.2
+// `vertices`).
+type TxVertex struct {
+	Hash      string `json:"hash"`
+	Height    int64  `json:"height"`
+	Timestamp int64  `json:"timestamp"`
 }
 
 // XChainAssetDetail is XChainAssetDetails: the asset a CreateAssetTx made.
@@ -199,16 +212,28 @@ func (h *handlers) xTxs(ctx context.Context, as *assets, ids []string) ([]XChain
 	}
 	byID := map[string]*XChainTx{}
 	genesis := false
+	var dag []any
 	for rows.Next() {
-		var t XChainTx
-		if err := rows.Scan(&t.TxHash, &t.BlockHeight, &t.BlockHash, &t.Timestamp, &t.TxType, &t.Memo, &t.SourceChain,
+		var (
+			t      XChainTx
+			height int64
+			block  string
+		)
+		if err := rows.Scan(&t.TxHash, &height, &block, &t.Timestamp, &t.TxType, &t.Memo, &t.SourceChain,
 			&t.DestinationChain); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load txs: %w", err)
 		}
 		t.ChainFormat = "linear"
-		if t.BlockHeight < 0 {
+		switch {
+		case height == xchain.DAGHeight:
+			t.ChainFormat, t.Vertices = "non-linear", []TxVertex{}
+			dag = append(dag, t.TxHash)
+		case height < 0:
 			genesis = true
+		}
+		if height != xchain.DAGHeight {
+			t.BlockHeight, t.BlockHash = &height, &block
 		}
 		byID[t.TxHash] = &t
 	}
@@ -224,10 +249,13 @@ func (h *handlers) xTxs(ctx context.Context, as *assets, ids []string) ([]XChain
 			return nil, fmt.Errorf("genesis block: %w", err)
 		}
 		for _, t := range byID {
-			if t.BlockHeight < 0 {
-				t.BlockHeight, t.BlockHash = 0, gid
+			if t.BlockHeight != nil && *t.BlockHeight < 0 {
+				*t.BlockHeight, *t.BlockHash = 0, gid
 			}
 		}
+	}
+	if err := h.txVertices(ctx, byID, dag); err != nil {
+		return nil, err
 	}
 
 	emitted, err := queryUTXOs(ctx, h.d.DB, `SELECT `+utxoColumns+` FROM utxos WHERE tx_id IN (`+in+`)
@@ -286,6 +314,37 @@ func (h *handlers) xTxs(ctx context.Context, as *assets, ids []string) ([]XChain
 		out = append(out, *t)
 	}
 	return out, nil
+}
+
+// txVertices fills the vertices of the DAG txs ids (x_vertex_txs, written
+// with each vertex), oldest vertex first.
+func (h *handlers) txVertices(ctx context.Context, byID map[string]*XChainTx, ids []any) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT vt.tx_id, v.vertex_id, v.height, v.timestamp FROM x_vertex_txs vt
+		JOIN x_vertices v ON v.vertex_id = vt.vertex_id WHERE vt.tx_id IN (`+placeholders(1, len(ids))+`)
+		ORDER BY v.position`, ids...)
+	if err != nil {
+		return fmt.Errorf("load tx vertices: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			txID string
+			v    TxVertex
+		)
+		if err := rows.Scan(&txID, &v.Hash, &v.Height, &v.Timestamp); err != nil {
+			return fmt.Errorf("load tx vertices: %w", err)
+		}
+		if t := byID[txID]; t != nil {
+			t.Vertices = append(t.Vertices, v)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load tx vertices: %w", err)
+	}
+	return nil
 }
 
 // assetsCreated returns the assets created by the given txs (CreateAssetTx:

@@ -2,9 +2,11 @@ package primary
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 )
@@ -50,9 +52,11 @@ func (h *handlers) getAssetDetails(r *http.Request) (any, error) {
 	return a, nil
 }
 
-// Vertex is XChainVertex. The X-chain indexed here is linear (blocks since
-// the Cortina linearization); vertices of the DAG before it are not
-// indexed, so the vertex routes answer empty lists and 404s.
+// Vertex is XChainVertex: a vertex of the X-chain's DAG before the Cortina
+// linearization, as the node's index API served it (x_vertices, written by
+// xchain.DAG). vertexIndex is its position in the node's vertex index;
+// vertexTimestamp the node's acceptance time (capped at the linearization).
+// A network linear from genesis, or a node without the index, has none.
 type Vertex struct {
 	VertexHash      string   `json:"vertexHash"`
 	ParentHashes    []string `json:"parentHashes"`
@@ -71,46 +75,107 @@ type ListVerticesResponse struct {
 	ChainInfo     ChainInfo `json:"chainInfo"`
 }
 
-// vertexCursor would continue a vertex listing; none is ever issued, so a
-// pageToken is always refused (bound to its route like every token).
+// vertexCursor continues a vertex listing after the vertex at position P.
 type vertexCursor struct {
-	H int64 `json:"h"`
+	P int64 `json:"p"`
 }
 
-// listVertices answers listLatestXChainVertices and, with byHeight,
-// getVertexByHeight: the parameters are checked as the document says, and
-// the list is empty.
+// vertexColumns are the x_vertices columns scanVertex reads, in its order.
+const vertexColumns = `vertex_id, parent_ids, height, position, timestamp, tx_ids, size_bytes`
+
+func scanVertex(rows interface{ Scan(...any) error }) (Vertex, error) {
+	var (
+		v              Vertex
+		parents, txIDs string
+	)
+	if err := rows.Scan(&v.VertexHash, &parents, &v.VertexHeight, &v.VertexIndex, &v.VertexTimestamp, &txIDs, &v.VertexSizeBytes); err != nil {
+		return v, fmt.Errorf("read vertex: %w", err)
+	}
+	if err := json.Unmarshal([]byte(parents), &v.ParentHashes); err != nil {
+		return v, fmt.Errorf("vertex %s parents: %w", v.VertexHash, err)
+	}
+	if err := json.Unmarshal([]byte(txIDs), &v.Transactions); err != nil {
+		return v, fmt.Errorf("vertex %s txs: %w", v.VertexHash, err)
+	}
+	v.TxCount = int64(len(v.Transactions))
+	return v, nil
+}
+
+// listVertices answers listLatestXChainVertices (every vertex, newest
+// first: by position in the node's vertex index) and, with byHeight,
+// getVertexByHeight (the vertices of one vertexHeight, sortOrder by
+// position; the document's default for sortOrder is not given: desc, as the
+// other listing).
 func (h *handlers) listVertices(byHeight bool) api.Handler {
 	return func(r *http.Request) (any, error) {
 		q, err := h.xChain(r, "vertices")
 		if err != nil {
 			return nil, err
 		}
-		q.p.PageSize(defaultPageSize, 1, maxPageSize)
+		size := q.p.PageSize(defaultPageSize, 1, maxPageSize)
+		var height int64
+		order := "desc"
 		if byHeight {
 			if !q.p.Has("vertexHeight") {
 				q.p.Fail("vertexHeight is required")
 			} else {
-				q.p.OptInt("vertexHeight", 0)
+				height, _ = q.p.OptInt("vertexHeight", 0)
 			}
-			sortOrder(q.p, "desc")
+			order = sortOrder(q.p, "desc")
 		}
 		var cur vertexCursor
-		if _, err := h.decodeCursor(q, routeVertices, &cur); err != nil {
+		has, err := h.decodeCursor(q, routeVertices, &cur)
+		if err != nil {
 			return nil, err
 		}
 		if err := q.p.Err(); err != nil {
 			return nil, err
 		}
-		if err := h.checkChain(r.Context(), "X"); err != nil {
+		ctx := r.Context()
+		if err := h.checkChain(ctx, "X"); err != nil {
 			return nil, err
 		}
-		return ListVerticesResponse{Vertices: []Vertex{}, ChainInfo: ChainInfo{ChainName: "x-chain", Network: q.network}}, nil
+		where, args := "1 = 1", []any{}
+		if byHeight {
+			args = append(args, height)
+			where = "height = $1"
+		}
+		cmp, dir := "<", "DESC"
+		if order == "asc" {
+			cmp, dir = ">", "ASC"
+		}
+		if has {
+			args = append(args, cur.P)
+			where += " AND position " + cmp + " $" + strconv.Itoa(len(args))
+		}
+		rows, err := h.d.DB.QueryContext(ctx, `SELECT `+vertexColumns+` FROM x_vertices WHERE `+where+
+			` ORDER BY position `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+		if err != nil {
+			return nil, fmt.Errorf("list vertices: %w", err)
+		}
+		defer rows.Close()
+		out := ListVerticesResponse{Vertices: []Vertex{}, ChainInfo: ChainInfo{ChainName: "x-chain", Network: q.network}}
+		for rows.Next() {
+			v, err := scanVertex(rows)
+			if err != nil {
+				return nil, err
+			}
+			if len(out.Vertices) == size {
+				out.NextPageToken = h.encodeCursor(q, routeVertices, vertexCursor{P: out.Vertices[size-1].VertexIndex})
+				break
+			}
+			out.Vertices = append(out.Vertices, v)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("list vertices: %w", err)
+		}
+		return out, nil
 	}
 }
 
-// getVertexByHash answers getVertexByHash: no vertex is indexed, so a
-// well-formed hash is a 404.
+// getVertexByHash answers getVertexByHash: a vertex of the DAG, or 404 for
+// a well-formed hash that is not one (every id on a network linear from
+// genesis).
 func (h *handlers) getVertexByHash(r *http.Request) (any, error) {
 	q, err := h.xChain(r, "vertices")
 	if err != nil {
@@ -120,8 +185,16 @@ func (h *handlers) getVertexByHash(r *http.Request) (any, error) {
 	if _, err := api.ParseCB58ID(hash); err != nil {
 		return nil, api.BadRequest("vertexHash: " + err.Error())
 	}
-	if err := h.checkChain(r.Context(), "X"); err != nil {
+	ctx := r.Context()
+	if err := h.checkChain(ctx, "X"); err != nil {
 		return nil, err
 	}
-	return nil, api.NotFound("vertexHash: %s is not a vertex of the X-chain of network %s (the X-chain is linear: its history since the linearization is in blocks)", hash, q.network)
+	v, err := scanVertex(h.d.DB.QueryRowContext(ctx, `SELECT `+vertexColumns+` FROM x_vertices WHERE vertex_id = $1`, hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, api.NotFound("vertexHash: %s is not a vertex of the X-chain of network %s (vertices are the DAG before the linearization, read from the node's index API)", hash, q.network)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
