@@ -14,6 +14,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/hashing"
 	"github.com/ava-labs/avalanchego/vms/avm/txs"
 
+	"github.com/permafrost-dev/permafrost/internal/decode/primary"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -192,12 +193,17 @@ func (d *DAG) time(accepted int64) int64 {
 	return min(accepted, d.ix.g.Upgrades.CortinaTime.Unix())
 }
 
-// apply indexes containers of one kind, in position order, inside tx.
+// apply indexes containers of one kind, in position order, inside tx. The
+// fees the DAG's txs burned count in the X-chain's AVAX totals (avax/supply)
+// like a block's.
 func (d *DAG) apply(ctx context.Context, tx *store.Tx, kind string, cs []DAGContainer) error {
+	var burned uint64
 	for _, c := range cs {
 		var err error
 		if kind == KindTx {
-			err = d.applyTx(ctx, tx, c)
+			var fee uint64
+			fee, err = d.applyTx(ctx, tx, c)
+			burned += fee
 		} else {
 			err = d.applyVertex(ctx, tx, c)
 		}
@@ -205,23 +211,24 @@ func (d *DAG) apply(ctx context.Context, tx *store.Tx, kind string, cs []DAGCont
 			return err
 		}
 	}
-	return nil
+	return d.ix.w.AddSupply(ctx, tx, "X", primary.Supply{Burned: int64(burned)})
 }
 
-func (d *DAG) applyTx(ctx context.Context, tx *store.Tx, c DAGContainer) error {
+// applyTx indexes one DAG tx and returns its fee.
+func (d *DAG) applyTx(ctx context.Context, tx *store.Tx, c DAGContainer) (uint64, error) {
 	if c.Position == 0 {
 		// Txs of the DAG spend genesis outputs: the genesis assets are
 		// loaded first (block 0 loads them again, idempotently, with its
 		// own time).
 		if err := d.ix.loadGenesis(ctx, tx, int64(d.ix.g.P.Timestamp)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	pos := position{height: DAGHeight, index: int(c.Position), time: d.time(c.Time)}
 	t, err := parseTx(d.ix.parser, c.Bytes)
 	if err != nil {
 		d.ix.log.Warn("undecodable X-chain DAG tx stored raw", "position", c.Position, "id", c.ID, "err", err)
-		return d.ix.putTx(ctx, tx, pos, c.ID, TypeUnknown, nil, "", "", "[]", c.Bytes)
+		return 0, d.ix.putTx(ctx, tx, pos, c.ID, TypeUnknown, nil, "", "", "[]", c.Bytes)
 	}
 	return d.ix.applyTx(ctx, tx, pos, t)
 }
