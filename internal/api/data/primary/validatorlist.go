@@ -1,7 +1,6 @@
 package primary
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"math/big"
@@ -53,8 +52,7 @@ type validatorQuery struct {
 	sortBy             string
 	desc               bool
 	tipTime            int64
-	maxStake           *big.Int            // network's maximum validator stake
-	delegated          map[string]*big.Int // current delegations by validator tx
+	maxStake           *big.Int // network's maximum validator stake
 	primarySubnet      string
 	needCapacity, byUp bool
 }
@@ -136,11 +134,6 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	if !vq.needCapacity && !vq.byUp {
 		// Every key is a column: the page is cut by the database.
 		return h.validatorPage(r, q, &vq, size, has, cur)
-	}
-	if vq.needCapacity {
-		if vq.delegated, err = h.currentDelegations(ctx, tipTime); err != nil {
-			return nil, err
-		}
 	}
 	where, args := vq.sql()
 	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where, args...)
@@ -332,18 +325,6 @@ func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery
 	return out, nil
 }
 
-// currentDelegations sums the stake of the delegators current at tipTime
-// by the validator tx they delegate to: one query for every validator,
-// summed by the database from the index 0112.
-func (h *handlers) currentDelegations(ctx context.Context, tipTime int64) (map[string]*big.Int, error) {
-	out, err := h.sumsBy(ctx, `SELECT validator_tx_id, `+splitSumSQL("stake_amount")+` FROM p_stakers
-		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1 GROUP BY validator_tx_id`, tipTime)
-	if err != nil {
-		return nil, fmt.Errorf("current delegations: %w", err)
-	}
-	return out, nil
-}
-
 // capacity is how much more stake a current or pending primary-network
 // validator accepts from delegators at the tip: min(max stake, 5 x own
 // stake) - (own stake + current delegations), as avalanchego bounds a new
@@ -358,9 +339,7 @@ func (vq *validatorQuery) capacity(s *stakerRow) *big.Int {
 		limit.Set(vq.maxStake)
 	}
 	c := limit.Sub(limit, own)
-	if d := vq.delegated[s.TxID]; d != nil {
-		c.Sub(c, d)
-	}
+	c.Sub(c, s.CurDelegated)
 	if c.Sign() < 0 {
 		c.SetInt64(0)
 	}
