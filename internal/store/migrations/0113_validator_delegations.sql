@@ -5,9 +5,9 @@
 -- every delegator it had; delegationCapacity filters and sorts by the
 -- current stake. Summing them per request (one query per page, one over
 -- every current delegator for the capacity) was a third of its CPU
--- (docs/benchmarks.md, "Issue #17 part D"). The P indexer keeps them on the
+-- (docs/benchmarks.md, "Issue #17 part C", part D). The P indexer keeps them on the
 -- validator's row in the block's transaction (internal/decode/pchain,
--- delegationsChanged): a delegator adds when it joins the current set
+-- DelegationsChanged): a delegator adds when it joins the current set
 -- (accepted, or promoted from pending) and subtracts when it is rewarded;
 -- the all-time count and stake add when it is accepted. Zero on other rows.
 -- Amounts are sums of uint64 values, kept as BIGINT halves as in 0110:
