@@ -351,7 +351,9 @@ if (webhookIds.length === 3) {
 // validation must accept the response.
 {
   const { Avalanche } = require("@avalanche-sdk/chainkit");
-  const avalanche = new Avalanche({ serverURL: base, apiKey, retryConfig: { strategy: "none" } });
+  // enableTelemetry: false: the SDK otherwise posts every call to posthog
+  // unawaited, and a failed lookup (no network here) crashes node.
+  const avalanche = new Avalanche({ serverURL: base, apiKey, retryConfig: { strategy: "none" }, enableTelemetry: false });
   try {
     const supply = await avalanche.avaxSupply.get({ serverURL: base });
     passed++;
