@@ -15,6 +15,7 @@ import (
 	ptxs "github.com/ava-labs/avalanchego/vms/platformvm/txs"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 
+	"github.com/permafrost-dev/permafrost/internal/decode/pchain"
 	"github.com/permafrost-dev/permafrost/internal/decode/primary"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -821,6 +822,12 @@ func (p *primaryGen) stakerTx(ctx context.Context, c *chain, e event) error {
 			primary.PadAmount(s.potential), primary.PadAmount(0), 0, c.height, c.time, c.height, primary.PadAmount(0)); err != nil {
 			return fmt.Errorf("put staker: %w", err)
 		}
+		if s.kind == "DELEGATOR" {
+			// Current from its acceptance (post-Durango), as the indexer keeps it.
+			if err := pchain.DelegationsChanged(ctx, c.tx, s.id.String(), 1, 1); err != nil {
+				return err
+			}
+		}
 		return c.next(ctx)
 	}
 	if s.height < 0 {
@@ -867,6 +874,11 @@ func (p *primaryGen) stakerTx(ctx context.Context, c *chain, e event) error {
 		}
 		// Reward UTXOs belong to the staker tx, after its outputs and stake.
 		if err := p.putRewards(ctx, c, s, outs); err != nil {
+			return err
+		}
+	}
+	if s.kind == "DELEGATOR" {
+		if err := pchain.DelegationsChanged(ctx, c.tx, s.id.String(), 0, -1); err != nil {
 			return err
 		}
 	}

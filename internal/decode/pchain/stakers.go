@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"time"
 
@@ -289,6 +290,15 @@ func (ix *Indexer) putStaker(ctx context.Context, db *store.Tx, bc *blockCtx, e 
 	if err := e.produce(e.id, stake, outsLen, c, true); err != nil {
 		return err
 	}
+	if kind == KindDelegator {
+		joined := int64(1)
+		if pending {
+			joined = 0
+		}
+		if err := DelegationsChanged(ctx, db, e.id.String(), 1, joined); err != nil {
+			return err
+		}
+	}
 	if pending {
 		return nil
 	}
@@ -330,6 +340,48 @@ func (e *executor) removeSubnetValidator(subnet ids.ID, node ids.NodeID) error {
 		return nil
 	}
 	return e.ix.refreshSet(e.ctx, e.db, e.bc.eff, subnet, node)
+}
+
+// delegationsChanged keeps a validator's delegation sums on its row (0113,
+// read by the data API's /validators): all (+1 when a delegator is
+// accepted) and current (+1 when it joins the current set, -1 when it is
+// rewarded) change the all-time and the current count and stake; the
+// current ones also carry the validator's share of the delegator's
+// potential reward (exact floor, as the API computed it per request).
+func DelegationsChanged(ctx context.Context, db *store.Tx, delegatorTxID string, all, current int64) error {
+	var (
+		valTx, amount, potential string
+		shares                   int64
+	)
+	err := db.QueryRow(ctx, `SELECT d.validator_tx_id, d.stake_amount, d.potential_reward, v.delegation_shares
+		FROM p_stakers d JOIN p_stakers v ON v.tx_id = d.validator_tx_id WHERE d.tx_id = $1`, delegatorTxID).
+		Scan(&valTx, &amount, &potential, &shares)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // no indexed validator (logged when the delegator was added)
+	}
+	if err != nil {
+		return fmt.Errorf("pchain: validator of delegator %s: %w", delegatorTxID, err)
+	}
+	a, err1 := parseUint(amount)
+	p, err2 := parseUint(potential)
+	if err := errors.Join(err1, err2); err != nil {
+		return err
+	}
+	const maxShares = reward.PercentDenominator
+	hi, lo := bits.Mul64(p, maxShares-uint64(shares))
+	rest, _ := bits.Div64(hi, lo, maxShares) // hi < maxShares: no overflow
+	fee := p - rest
+	const half = 10_000_000_000
+	if _, err := db.Exec(ctx, `UPDATE p_stakers SET all_delegators = all_delegators + $1,
+		all_delegated_hi = all_delegated_hi + $2, all_delegated_lo = all_delegated_lo + $3,
+		cur_delegators = cur_delegators + $4, cur_delegated_hi = cur_delegated_hi + $5,
+		cur_delegated_lo = cur_delegated_lo + $6, cur_delegatee_hi = cur_delegatee_hi + $7,
+		cur_delegatee_lo = cur_delegatee_lo + $8 WHERE tx_id = $9`,
+		all, all*int64(a/half), all*int64(a%half), current, current*int64(a/half), current*int64(a%half),
+		current*int64(fee/half), current*int64(fee%half), valTx); err != nil {
+		return fmt.Errorf("pchain: delegations of validator %s: %w", valTx, err)
+	}
+	return nil
 }
 
 func endStaker(ctx context.Context, db *store.Tx, txID string, height uint64, t int64, removal, byTx string) error {
@@ -407,6 +459,11 @@ func (e *executor) rewardStaker(stakerTxID ids.ID, commit bool) error {
 			return fmt.Errorf("pchain: supply %d below potential reward %d of %s", supply, s.potential, stakerTxID)
 		}
 		if err := e.ix.setSupply(e.ctx, e.db, e.bc, s.subnet, supply-s.potential); err != nil {
+			return err
+		}
+	}
+	if s.kind == KindDelegator {
+		if err := DelegationsChanged(e.ctx, e.db, stakerTxID.String(), 0, -1); err != nil {
 			return err
 		}
 	}
@@ -652,6 +709,11 @@ func (ix *Indexer) promotePending(ctx context.Context, db *store.Tx, bc *blockCt
 		if _, err := db.Exec(ctx, `UPDATE p_stakers SET current_height = $1, potential_reward = $2 WHERE tx_id = $3`,
 			int64(bc.eff), primary.PadAmount(potential), p.txID.String()); err != nil {
 			return fmt.Errorf("pchain: promote %s: %w", p.txID, err)
+		}
+		if p.kind == KindDelegator {
+			if err := DelegationsChanged(ctx, db, p.txID.String(), 0, 1); err != nil {
+				return err
+			}
 		}
 		if err := ix.stakerChanged(ctx, db, bc.eff, p.kind, p.subnet, p.node); err != nil {
 			return err

@@ -53,8 +53,7 @@ type validatorQuery struct {
 	sortBy             string
 	desc               bool
 	tipTime            int64
-	maxStake           *big.Int            // network's maximum validator stake
-	delegated          map[string]*big.Int // current delegations by validator tx
+	maxStake           *big.Int // network's maximum validator stake
 	primarySubnet      string
 	needCapacity, byUp bool
 }
@@ -137,19 +136,15 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		// Every key is a column: the page is cut by the database.
 		return h.validatorPage(r, q, &vq, size, has, cur)
 	}
-	if vq.needCapacity {
-		if vq.delegated, err = h.currentDelegations(ctx, tipTime); err != nil {
-			return nil, err
-		}
-	}
 	where, args := vq.sql()
-	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where, args...)
+	rows, err := h.stakerKeys(ctx, where, args...)
 	if err != nil {
 		return nil, err
 	}
 	// The candidates are validation records (thousands on mainnet, not
 	// millions): keys that need the delegations or our node's view are
-	// computed for each, then the page is cut by keyset in memory.
+	// computed for each from the columns they need, then the page is cut by
+	// keyset in memory and only its rows are read whole.
 	var observed map[string]Observed
 	if vq.byUp {
 		observed = h.observed(r)
@@ -228,12 +223,69 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		last := all[size-1]
 		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: last.k.RatString(), ID: last.s.TxID})
 	}
-	page := make([]*stakerRow, len(all))
+	ids := make([]string, len(all))
 	for i, k := range all {
-		page[i] = k.s
+		ids[i] = k.s.TxID
+	}
+	page, err := h.stakersByID(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	if out.Validators, err = h.validatorRecords(r, page, tipTime); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// stakerKeys reads the candidate records of an in-memory sort: only what
+// the status, capacity, uptime and sort keys need (a capacity sort reads
+// every current primary-network validator).
+func (h *handlers) stakerKeys(ctx context.Context, where string, args ...any) ([]*stakerRow, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT tx_id, kind, subnet_id, node_id, weight, start_time, end_time,
+		delegation_shares, removed_height, removal, cur_delegated_hi, cur_delegated_lo FROM p_stakers WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list validators: %w", err)
+	}
+	defer rows.Close()
+	var out []*stakerRow
+	for rows.Next() {
+		var s stakerRow
+		var hi, lo int64
+		if err := rows.Scan(&s.TxID, &s.Kind, &s.SubnetID, &s.NodeID, &s.Weight, &s.Start, &s.End, &s.Shares,
+			&s.RemovedHeight, &s.Removal, &hi, &lo); err != nil {
+			return nil, fmt.Errorf("list validators: %w", err)
+		}
+		s.Weight, s.CurDelegated = unpad(s.Weight), splitSum(hi, lo)
+		out = append(out, &s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list validators: %w", err)
+	}
+	return out, nil
+}
+
+// stakersByID reads whole records of a page, in the order of ids.
+func (h *handlers) stakersByID(ctx context.Context, ids []string) ([]*stakerRow, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := h.stakers(ctx, `SELECT `+stakerColumns+` FROM p_stakers WHERE tx_id IN (`+placeholders(1, len(ids))+`)`, args...)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]*stakerRow, len(rows))
+	for _, s := range rows {
+		byID[s.TxID] = s
+	}
+	out := make([]*stakerRow, 0, len(ids))
+	for _, id := range ids {
+		if s := byID[id]; s != nil {
+			out = append(out, s)
+		}
 	}
 	return out, nil
 }
@@ -332,18 +384,6 @@ func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery
 	return out, nil
 }
 
-// currentDelegations sums the stake of the delegators current at tipTime
-// by the validator tx they delegate to: one query for every validator,
-// summed by the database from the index 0112.
-func (h *handlers) currentDelegations(ctx context.Context, tipTime int64) (map[string]*big.Int, error) {
-	out, err := h.sumsBy(ctx, `SELECT validator_tx_id, `+splitSumSQL("stake_amount")+` FROM p_stakers
-		WHERE kind = 'DELEGATOR' AND removed_height < 0 AND start_time <= $1 GROUP BY validator_tx_id`, tipTime)
-	if err != nil {
-		return nil, fmt.Errorf("current delegations: %w", err)
-	}
-	return out, nil
-}
-
 // capacity is how much more stake a current or pending primary-network
 // validator accepts from delegators at the tip: min(max stake, 5 x own
 // stake) - (own stake + current delegations), as avalanchego bounds a new
@@ -358,9 +398,7 @@ func (vq *validatorQuery) capacity(s *stakerRow) *big.Int {
 		limit.Set(vq.maxStake)
 	}
 	c := limit.Sub(limit, own)
-	if d := vq.delegated[s.TxID]; d != nil {
-		c.Sub(c, d)
-	}
+	c.Sub(c, s.CurDelegated)
 	if c.Sign() < 0 {
 		c.SetInt64(0)
 	}

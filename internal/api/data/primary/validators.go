@@ -116,6 +116,12 @@ type stakerRow struct {
 	RemovedHeight, RemovedTime   int64
 	Removal, RemovalTx           string
 	Reward, Fee                  string
+	// The validator's delegations, kept on its row by the P indexer
+	// (migration 0113): every delegator it had, and those current at the
+	// tip with the validator's share of their potential rewards.
+	AllDelegators, CurDelegators int64
+	AllDelegated, CurDelegated   *big.Int
+	CurDelegateeFee              *big.Int
 }
 
 // statusOf is a staker's validationStatus at the tip time.
@@ -217,10 +223,6 @@ func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTi
 	ctx := r.Context()
 	out := []any{}
 	var observed map[string]Observed
-	dels, err := h.delegations(ctx, stakers, tipTime)
-	if err != nil {
-		return nil, err
-	}
 	var subnets []string
 	for _, s := range stakers {
 		if statusOf(s, tipTime) == "active" {
@@ -239,7 +241,7 @@ func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTi
 		case "pending":
 			out = append(out, PendingValidator{validatorBase: base(s), ValidationStatus: "pending"})
 		case "completed":
-			v, err := h.completed(s, dels)
+			v, err := h.completed(s)
 			if err != nil {
 				return nil, err
 			}
@@ -248,7 +250,7 @@ func (h *handlers) validatorRecords(r *http.Request, stakers []*stakerRow, tipTi
 			if observed == nil {
 				observed = h.observed(r)
 			}
-			v, err := h.active(s, dels, observed, totals)
+			v, err := h.active(s, observed, totals)
 			if err != nil {
 				return nil, err
 			}
@@ -274,7 +276,8 @@ func (h *handlers) observed(r *http.Request) map[string]Observed {
 
 const stakerColumns = `tx_id, kind, subnet_id, node_id, weight, stake_amount, start_time, end_time, delegation_shares,
 	bls_public_key, bls_pop, validation_reward_owner, potential_reward, accrued_delegatee_reward, removed_height,
-	removed_time, removal, removal_tx_id, reward_amount, delegation_fee_amount`
+	removed_time, removal, removal_tx_id, reward_amount, delegation_fee_amount, all_delegators, all_delegated_hi,
+	all_delegated_lo, cur_delegators, cur_delegated_hi, cur_delegated_lo, cur_delegatee_hi, cur_delegatee_lo`
 
 func (h *handlers) stakers(ctx context.Context, query string, args ...any) ([]*stakerRow, error) {
 	rows, err := h.d.DB.QueryContext(ctx, query, args...)
@@ -285,11 +288,14 @@ func (h *handlers) stakers(ctx context.Context, query string, args ...any) ([]*s
 	var out []*stakerRow
 	for rows.Next() {
 		var s stakerRow
+		var allHi, allLo, curHi, curLo, feeHi, feeLo int64
 		if err := rows.Scan(&s.TxID, &s.Kind, &s.SubnetID, &s.NodeID, &s.Weight, &s.StakeAmount, &s.Start, &s.End,
 			&s.Shares, &s.BLSKey, &s.BLSPoP, &s.ValidationOwner, &s.Potential, &s.Accrued, &s.RemovedHeight,
-			&s.RemovedTime, &s.Removal, &s.RemovalTx, &s.Reward, &s.Fee); err != nil {
+			&s.RemovedTime, &s.Removal, &s.RemovalTx, &s.Reward, &s.Fee, &s.AllDelegators, &allHi, &allLo,
+			&s.CurDelegators, &curHi, &curLo, &feeHi, &feeLo); err != nil {
 			return nil, fmt.Errorf("list stakers: %w", err)
 		}
+		s.AllDelegated, s.CurDelegated, s.CurDelegateeFee = splitSum(allHi, allLo), splitSum(curHi, curLo), splitSum(feeHi, feeLo)
 		for _, p := range []*string{&s.Weight, &s.StakeAmount, &s.Potential, &s.Accrued, &s.Reward, &s.Fee} {
 			*p = unpad(*p)
 		}
@@ -332,59 +338,6 @@ func ownerAddresses(js string) ([]string, error) {
 	return o.Addresses, nil
 }
 
-// delegationSums are the delegators of one validator tx: all of them
-// (completed records) and those current at the tip, with the validator's
-// share of the current ones' potential rewards.
-type delegationSums struct {
-	all, current      int64
-	allAmount, amount *big.Int
-	fee               *big.Int
-}
-
-// delegations sums the delegators of every validator of a page in one
-// query (the index 0112 covers it), instead of one query per record.
-func (h *handlers) delegations(ctx context.Context, stakers []*stakerRow, tipTime int64) (map[string]*delegationSums, error) {
-	out := map[string]*delegationSums{}
-	shares := map[string]int64{}
-	var args []any
-	for _, s := range stakers {
-		if s.Kind == "VALIDATOR" && out[s.TxID] == nil {
-			out[s.TxID] = &delegationSums{allAmount: new(big.Int), amount: new(big.Int), fee: new(big.Int)}
-			shares[s.TxID] = s.Shares
-			args = append(args, s.TxID)
-		}
-	}
-	if len(args) == 0 {
-		return out, nil
-	}
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT validator_tx_id, removed_height, start_time, stake_amount, potential_reward
-		FROM p_stakers WHERE kind = 'DELEGATOR' AND validator_tx_id IN (`+placeholders(1, len(args))+`)`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("delegators of validators: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var v, a, p string
-		var removed, start int64
-		if err := rows.Scan(&v, &removed, &start, &a, &p); err != nil {
-			return nil, fmt.Errorf("delegators of validators: %w", err)
-		}
-		d := out[v]
-		amount := decimal(unpad(a))
-		d.all++
-		d.allAmount.Add(d.allAmount, amount)
-		if removed < 0 && start <= tipTime {
-			d.current++
-			d.amount.Add(d.amount, amount)
-			d.fee.Add(d.fee, delegateeShare(decimal(unpad(p)), shares[v]))
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("delegators of validators: %w", err)
-	}
-	return out, nil
-}
-
 // delegateeShare is the validator's part of a delegator's reward, as
 // avalanchego's reward.Split computes it (shares in millionths).
 func delegateeShare(total *big.Int, shares int64) *big.Int {
@@ -402,15 +355,14 @@ func decimal(s string) *big.Int {
 	return v
 }
 
-func (h *handlers) completed(s *stakerRow, dels map[string]*delegationSums) (CompletedValidator, error) {
+func (h *handlers) completed(s *stakerRow) (CompletedValidator, error) {
 	v := CompletedValidator{validatorBase: base(s), ValidationStatus: "completed",
 		Rewards: Rewards{ValidationRewardAmount: s.Reward, DelegationRewardAmount: s.Fee, RewardTxHash: s.RemovalTx}}
 	if s.Kind != "VALIDATOR" {
 		v.Rewards.ValidationRewardAmount, v.Rewards.DelegationRewardAmount = "0", "0"
 		return v, nil
 	}
-	d := dels[s.TxID]
-	v.DelegatorCount, v.AmountDelegated = d.all, d.allAmount.String()
+	v.DelegatorCount, v.AmountDelegated = s.AllDelegators, s.AllDelegated.String()
 	var err error
 	if v.Rewards.RewardAddresses, err = ownerAddresses(s.ValidationOwner); err != nil {
 		return v, err
@@ -418,15 +370,14 @@ func (h *handlers) completed(s *stakerRow, dels map[string]*delegationSums) (Com
 	return v, nil
 }
 
-func (h *handlers) active(s *stakerRow, dels map[string]*delegationSums, observed map[string]Observed, totals map[string]*big.Int) (ActiveValidator, error) {
+func (h *handlers) active(s *stakerRow, observed map[string]Observed, totals map[string]*big.Int) (ActiveValidator, error) {
 	v := ActiveValidator{validatorBase: base(s), ValidationStatus: "active",
 		PotentialRewards: Rewards{ValidationRewardAmount: s.Potential, DelegationRewardAmount: "0"}}
 	weight := decimal(s.Weight)
 	if s.Kind == "VALIDATOR" {
-		d := dels[s.TxID]
-		v.DelegatorCount, v.AmountDelegated = d.current, d.amount.String()
-		weight.Add(weight, d.amount)
-		v.PotentialRewards.DelegationRewardAmount = new(big.Int).Add(d.fee, decimal(s.Accrued)).String()
+		v.DelegatorCount, v.AmountDelegated = s.CurDelegators, s.CurDelegated.String()
+		weight.Add(weight, s.CurDelegated)
+		v.PotentialRewards.DelegationRewardAmount = new(big.Int).Add(s.CurDelegateeFee, decimal(s.Accrued)).String()
 		var err error
 		if v.PotentialRewards.RewardAddresses, err = ownerAddresses(s.ValidationOwner); err != nil {
 			return v, err
