@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -185,33 +187,56 @@ type queue struct {
 	leaseUntil                     time.Time
 }
 
-// claim leases the queue of an active webhook with events due. The outer
-// WHERE repeats the condition: on PostgreSQL a concurrent claimer of the
-// same row re-checks it after the winner commits and updates nothing.
+// claimCandidates is how many due queues a worker reads before claiming one:
+// workers try them from different starting points, so they rarely race for
+// the same queue.
+const claimCandidates = 16
+
+// claim leases the queue of an active webhook with events due, the one
+// served longest ago first (a release sets next_attempt_at to its time, so
+// queues take turns). The due queues are read from the read pool: an idle
+// worker's poll takes no write lock (SQLite's single writer is the
+// indexer's), and a claim is one UPDATE that repeats the conditions, so a
+// queue another worker or replica took meanwhile is left alone (as NFT
+// enrichment claims its jobs).
 func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
 	now := d.now()
-	until := now.Add(d.cfg.Lease)
-	q := &queue{worker: worker, leaseUntil: until}
-	err := d.db.WriterDB().QueryRowContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
-		WHERE webhook_id = (SELECT q.webhook_id FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
-			WHERE q.pending > 0 AND q.next_attempt_at <= $3 AND q.lease_until < $3 AND w.status = 'active'
-			ORDER BY q.next_attempt_at, q.webhook_id LIMIT 1)
-		AND pending > 0 AND next_attempt_at <= $3 AND lease_until < $3
-		RETURNING webhook_id`, worker, until.UnixMilli(), now.UnixMilli()).Scan(&q.webhookID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
+	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM webhook_queues q
+		JOIN webhooks w ON w.id = q.webhook_id JOIN webhook_secrets s ON s.owner = w.owner
+		WHERE q.pending > 0 AND q.next_attempt_at <= $1 AND q.lease_until < $1 AND w.status = 'active'
+		ORDER BY q.next_attempt_at, q.webhook_id LIMIT `+strconv.Itoa(claimCandidates), now.UnixMilli())
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: claim: %w", err)
+		return nil, fmt.Errorf("webhooks: due queues: %w", err)
 	}
-	var owner string
-	if err := d.db.QueryRowContext(ctx, `SELECT url, owner FROM webhooks WHERE id = $1`, q.webhookID).Scan(&q.url, &owner); err != nil {
-		return nil, fmt.Errorf("webhooks: read webhook %s: %w", q.webhookID, err)
+	var due []*queue
+	for rows.Next() {
+		q := &queue{worker: worker}
+		if err := rows.Scan(&q.webhookID, &q.url, &q.secret); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("webhooks: due queues: %w", err)
+		}
+		due = append(due, q)
 	}
-	if q.secret, err = NewRegistry(d.db, d.now).Secret(ctx, owner); err != nil {
-		return nil, fmt.Errorf("webhooks: signing secret of %s: %w", q.webhookID, err)
+	rows.Close()
+	if err := rows.Err(); err != nil || len(due) == 0 {
+		return nil, err
 	}
-	return q, nil
+	off := mrand.IntN(len(due))
+	for i := range due {
+		q := due[(off+i)%len(due)]
+		q.leaseUntil = d.now().Add(d.cfg.Lease)
+		res, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+			WHERE webhook_id = $3 AND pending > 0 AND next_attempt_at <= $4 AND lease_until < $4
+			AND webhook_id IN (SELECT id FROM webhooks WHERE status = 'active')`,
+			worker, q.leaseUntil.UnixMilli(), q.webhookID, now.UnixMilli())
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: claim %s: %w", q.webhookID, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			return q, nil
+		}
+	}
+	return nil, nil
 }
 
 // event is the head of a queue.
@@ -226,7 +251,7 @@ type event struct {
 // transaction (a crash before it sends them again: at least once).
 const (
 	maxDrain = 100
-	pageSize = 20
+	pageSize = 50
 )
 
 // attempt is one sent event and its outcome.
@@ -238,10 +263,13 @@ type attempt struct {
 }
 
 // drain sends q's events in order until one fails, the queue is empty,
-// maxDrain were sent or half the lease is used; then it gives the queue back.
+// maxDrain were sent or half the lease is used; then it gives the queue
+// back, with the last page's outcomes when it can (one write transaction
+// less per lease).
 func (d *Deliverer) drain(ctx context.Context, q *queue) error {
 	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); {
-		page, err := d.head(ctx, q.webhookID, min(pageSize, maxDrain-sent))
+		n := min(pageSize, maxDrain-sent)
+		page, err := d.head(ctx, q.webhookID, n)
 		if err != nil {
 			return err
 		}
@@ -268,13 +296,15 @@ func (d *Deliverer) drain(ctx context.Context, q *queue) error {
 				break
 			}
 		}
-		ok, err := d.record(ctx, q, done)
-		if err != nil || !ok || done[len(done)-1].failure != "" {
-			return err // the queue was released (failure) or lost (!ok)
+		// A short page emptied the queue (as far as this lease saw).
+		release := len(page) < n || sent >= maxDrain
+		ok, err := d.record(ctx, q, done, release)
+		if err != nil || !ok || release || done[len(done)-1].failure != "" {
+			return err // the queue was released (failure, release) or lost (!ok)
 		}
 	}
-	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0
-		WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
+	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, next_attempt_at = $1
+		WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
 	return err
 }
 
@@ -317,35 +347,41 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 // record writes attempts (successes, then possibly one failure) to the
 // log and their outcomes to the events, the queue and the webhook, while
 // the queue's lease is still ours (false when it is not: another worker
-// took the queue over, and nothing is written). A failure releases the
-// queue until its backoff has passed and counts against the webhook,
-// deactivating it at MaxFailures in a row.
-func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, error) {
+// took the queue over, and nothing is written), in a few statements
+// whatever the number of attempts. A failure releases the queue until its
+// backoff has passed and counts against the webhook, deactivating it at
+// MaxFailures in a row; release gives the queue back after successes,
+// behind the queues served longer ago.
+func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt, release bool) (bool, error) {
 	tx, err := d.db.Begin(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback()
 	last := as[len(as)-1]
-	delivered := len(as)
+	ok := as
 	if last.failure != "" {
-		delivered--
+		ok = as[:len(as)-1]
 	}
 	var failures int
 	var res sql.Result
-	if last.failure == "" {
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1 WHERE webhook_id = $2 AND lease_owner = $3`,
-			delivered, q.webhookID, q.worker)
-	} else {
+	switch {
+	case last.failure != "":
 		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
 			return false, err
 		}
-		if delivered > 0 {
+		if len(ok) > 0 {
 			failures = 0 // the successes before it reset the count
 		}
 		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
 		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
-			WHERE webhook_id = $3 AND lease_owner = $4`, delivered, last.end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
+			WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), last.end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
+	case release:
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
+			WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), last.end.UnixMilli(), q.webhookID, q.worker)
+	default:
+		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1 WHERE webhook_id = $2 AND lease_owner = $3`,
+			len(ok), q.webhookID, q.worker)
 	}
 	if err != nil {
 		return false, err
@@ -354,20 +390,30 @@ func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, e
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return false, err
 	}
-	for _, a := range as {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
-			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, a.ev.messageID, a.ev.attempts+1, q.webhookID, a.end.UnixMilli(), a.code,
-			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure)); err != nil {
-			return false, err
+	if err := logAttempts(ctx, tx, q.webhookID, as); err != nil {
+		return false, err
+	}
+	if len(ok) > 0 {
+		// The delivered events, by message id (unique): one statement.
+		args := make([]any, 0, 2*len(ok))
+		var when, ids strings.Builder
+		for i, a := range ok {
+			fmt.Fprintf(&when, " WHEN $%d THEN CAST($%d AS BIGINT)", 2*i+1, 2*i+2)
+			if i > 0 {
+				ids.WriteByte(',')
+			}
+			fmt.Fprintf(&ids, "$%d", 2*i+1)
+			args = append(args, a.ev.messageID, a.end.UnixMilli())
 		}
-		status, deliveredAt := "pending", int64(0)
-		if a.failure == "" {
-			status, deliveredAt = "delivered", a.end.UnixMilli()
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'delivered', delivered_at = CASE message_id`+when.String()+` END,
+			attempts = attempts + 1, last_error = '' WHERE message_id IN (`+ids.String()+`)`, args...); err != nil {
+			return false, fmt.Errorf("record deliveries: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
-			WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
-			status, deliveredAt, truncateErr(a.failure), q.webhookID, a.ev.height, a.ev.position); err != nil {
-			return false, err
+	}
+	if last.failure != "" {
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $1 WHERE message_id = $2`,
+			truncateErr(last.failure), last.ev.messageID); err != nil {
+			return false, fmt.Errorf("record failure: %w", err)
 		}
 	}
 	switch {
@@ -383,6 +429,26 @@ func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, e
 		return false, err
 	}
 	return true, tx.Commit()
+}
+
+// logAttempts appends the attempts to the delivery log in one statement.
+func logAttempts(ctx context.Context, tx *store.Tx, webhookID string, as []attempt) error {
+	const cols = 7
+	args := make([]any, 0, cols*len(as))
+	var vals strings.Builder
+	for i, a := range as {
+		if i > 0 {
+			vals.WriteByte(',')
+		}
+		fmt.Fprintf(&vals, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", i*cols+1, i*cols+2, i*cols+3, i*cols+4, i*cols+5, i*cols+6, i*cols+7)
+		args = append(args, a.ev.messageID, a.ev.attempts+1, webhookID, a.end.UnixMilli(), a.code,
+			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
+		VALUES `+vals.String()+` ON CONFLICT DO NOTHING`, args...); err != nil {
+		return fmt.Errorf("log deliveries: %w", err)
+	}
+	return nil
 }
 
 func truncateErr(s string) string {
