@@ -6,7 +6,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,6 +93,12 @@ type Deliverer struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
+
+	// idleUntil: a claim that found no due queue spares the other workers
+	// their reads until the next poll (one read per poll and process when
+	// idle, not one per worker).
+	idleMu    sync.Mutex
+	idleUntil time.Time
 }
 
 // NewDeliverer prepares the workers; Start runs them.
@@ -120,7 +126,8 @@ func safeClient(cfg DeliveryConfig) *http.Client {
 	}}
 	return &http.Client{
 		Timeout: cfg.Timeout,
-		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, MaxIdleConnsPerHost: 16,
+		// Keep-alive: as many idle connections per host as posts in flight.
+		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, MaxIdleConnsPerHost: max(16, cfg.Workers*claimBatch),
 			IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: cfg.Timeout, MaxResponseHeaderBytes: 64 << 10},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -163,13 +170,13 @@ func (d *Deliverer) work(ctx context.Context, worker string) {
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		q, err := d.claim(ctx, worker)
+		qs, err := d.claim(ctx, worker)
 		if err != nil && ctx.Err() == nil {
-			d.log.Warn("claim webhook queue", "err", err)
+			d.log.Warn("claim webhook queues", "err", err)
 		}
-		if q != nil {
-			if err := d.drain(ctx, q); err != nil && ctx.Err() == nil {
-				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
+		if len(qs) > 0 {
+			if err := d.round(ctx, qs); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "err", err)
 			}
 			continue
 		}
@@ -187,20 +194,29 @@ type queue struct {
 	leaseUntil                     time.Time
 }
 
-// claimCandidates is how many due queues a worker reads before claiming one:
-// workers try them from different starting points, so they rarely race for
-// the same queue.
-const claimCandidates = 16
+// claimCandidates is how many due queues a worker reads before claiming
+// up to claimBatch of them: workers start from different candidates, so
+// they rarely race for the same queues.
+const (
+	claimCandidates = 32
+	claimBatch      = 8
+)
 
-// claim leases the queue of an active webhook with events due, the one
-// served longest ago first (a release sets next_attempt_at to its time, so
-// queues take turns). The due queues are read from the read pool: an idle
-// worker's poll takes no write lock (SQLite's single writer is the
-// indexer's), and a claim is one UPDATE that repeats the conditions, so a
+// claim leases up to claimBatch queues of active webhooks with events due,
+// those served longest ago first (a release sets next_attempt_at to its
+// time, so queues take turns). The due queues are read from the read pool:
+// an idle worker's poll takes no write lock (SQLite's single writer is the
+// indexer's). The claim is one UPDATE that repeats the conditions, so a
 // queue another worker or replica took meanwhile is left alone (as NFT
 // enrichment claims its jobs).
-func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
+func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) {
 	now := d.now()
+	d.idleMu.Lock()
+	idle := now.Before(d.idleUntil)
+	d.idleMu.Unlock()
+	if idle {
+		return nil, nil
+	}
 	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM webhook_queues q
 		JOIN webhooks w ON w.id = q.webhook_id JOIN webhook_secrets s ON s.owner = w.owner
 		WHERE q.pending > 0 AND q.next_attempt_at <= $1 AND q.lease_until < $1 AND w.status = 'active'
@@ -208,35 +224,57 @@ func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: due queues: %w", err)
 	}
-	var due []*queue
+	due := map[string]*queue{}
+	var ids []string
 	for rows.Next() {
 		q := &queue{worker: worker}
 		if err := rows.Scan(&q.webhookID, &q.url, &q.secret); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("webhooks: due queues: %w", err)
 		}
-		due = append(due, q)
+		due[q.webhookID] = q
+		ids = append(ids, q.webhookID)
 	}
 	rows.Close()
-	if err := rows.Err(); err != nil || len(due) == 0 {
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		if err == nil {
+			d.idleMu.Lock()
+			d.idleUntil = now.Add(d.cfg.Poll)
+			d.idleMu.Unlock()
+		}
 		return nil, err
 	}
-	off := mrand.IntN(len(due))
-	for i := range due {
-		q := due[(off+i)%len(due)]
-		q.leaseUntil = d.now().Add(d.cfg.Lease)
-		res, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
-			WHERE webhook_id = $3 AND pending > 0 AND next_attempt_at <= $4 AND lease_until < $4
-			AND webhook_id IN (SELECT id FROM webhooks WHERE status = 'active')`,
-			worker, q.leaseUntil.UnixMilli(), q.webhookID, now.UnixMilli())
-		if err != nil {
-			return nil, fmt.Errorf("webhooks: claim %s: %w", q.webhookID, err)
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			return q, nil
-		}
+	until := d.now().Add(d.cfg.Lease)
+	args := []any{worker, until.UnixMilli(), now.UnixMilli()}
+	off := mrand.IntN(len(ids))
+	for i := range min(claimBatch, len(ids)) {
+		args = append(args, ids[(off+i)%len(ids)])
 	}
-	return nil, nil
+	res, err := d.db.WriterDB().QueryContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+		WHERE pending > 0 AND next_attempt_at <= $3 AND lease_until < $3 AND webhook_id IN (`+placeholders(4, len(args)-3)+`)
+		AND webhook_id IN (SELECT id FROM webhooks WHERE status = 'active')
+		RETURNING webhook_id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	defer res.Close()
+	var out []*queue
+	for res.Next() {
+		var id string
+		if err := res.Scan(&id); err != nil {
+			return nil, fmt.Errorf("webhooks: claim: %w", err)
+		}
+		q := due[id]
+		q.leaseUntil = until
+		out = append(out, q)
+	}
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	// Recorded in webhook id order: the emitter's Flush locks queue rows
+	// in that order too (no deadlock on PostgreSQL).
+	slices.SortFunc(out, func(a, b *queue) int { return strings.Compare(a.webhookID, b.webhookID) })
+	return out, nil
 }
 
 // event is the head of a queue.
@@ -246,13 +284,9 @@ type event struct {
 	messageID, payload string
 }
 
-// maxDrain bounds the events sent under one lease, so queues take turns;
-// pageSize events are read at once and their outcomes recorded in one
-// transaction (a crash before it sends them again: at least once).
-const (
-	maxDrain = 100
-	pageSize = 50
-)
+// pageSize bounds the events of a queue sent in one round: then the queue
+// is given back, behind the queues served longer ago, so queues take turns.
+const pageSize = 50
 
 // attempt is one sent event and its outcome.
 type attempt struct {
@@ -262,50 +296,70 @@ type attempt struct {
 	start, end time.Time
 }
 
-// drain sends q's events in order until one fails, the queue is empty,
-// maxDrain were sent or half the lease is used; then it gives the queue
-// back, with the last page's outcomes when it can (one write transaction
-// less per lease).
-func (d *Deliverer) drain(ctx context.Context, q *queue) error {
-	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); {
-		n := min(pageSize, maxDrain-sent)
-		page, err := d.head(ctx, q.webhookID, n)
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			break
-		}
-		var done []attempt
-		for _, ev := range page {
-			a := attempt{ev: ev, start: d.now()}
-			var perr error
-			a.code, perr = d.post(ctx, q, []byte(ev.payload))
-			if ctx.Err() != nil {
-				return nil // shutting down: the lease lets the events be retried
+// round sends a page of each claimed queue, the queues concurrently and
+// each queue's events in order, then records every outcome and releases
+// the queues in one transaction (a crash before it sends them again: at
+// least once).
+func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
+	sent := make([][]attempt, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if sent[i], err = d.send(ctx, q); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
 			}
-			a.end = d.now()
-			if perr != nil {
-				a.failure = perr.Error()
-			} else if a.code < 200 || a.code > 299 {
-				a.failure = fmt.Sprintf("HTTP %d", a.code)
-			}
-			done = append(done, a)
-			sent++
-			if a.failure != "" {
-				break
-			}
-		}
-		// A short page emptied the queue (as far as this lease saw).
-		release := len(page) < n || sent >= maxDrain
-		ok, err := d.record(ctx, q, done, release)
-		if err != nil || !ok || release || done[len(done)-1].failure != "" {
-			return err // the queue was released (failure, release) or lost (!ok)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // shutting down: the leases let the events be retried
+	}
+	tx, err := d.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for i, q := range qs {
+		if err := d.record(ctx, tx, q, sent[i]); err != nil {
+			return fmt.Errorf("webhook %s: %w", q.webhookID, err)
 		}
 	}
-	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, next_attempt_at = $1
-		WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
-	return err
+	return tx.Commit()
+}
+
+// send posts the head of q's queue in order until one fails, pageSize were
+// sent or half the lease is used.
+func (d *Deliverer) send(ctx context.Context, q *queue) ([]attempt, error) {
+	page, err := d.head(ctx, q.webhookID, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	var done []attempt
+	for _, ev := range page {
+		if len(done) > 0 && !d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)) {
+			break // slow answers: record what was sent while the lease holds
+		}
+		a := attempt{ev: ev, start: d.now()}
+		var perr error
+		a.code, perr = d.post(ctx, q, []byte(ev.payload))
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		a.end = d.now()
+		if perr != nil {
+			a.failure = perr.Error()
+		} else if a.code < 200 || a.code > 299 {
+			a.failure = fmt.Sprintf("HTTP %d", a.code)
+		}
+		done = append(done, a)
+		if a.failure != "" {
+			break
+		}
+	}
+	return done, nil
 }
 
 // head reads the first n pending events of a webhook's queue, in order.
@@ -345,53 +399,46 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 }
 
 // record writes attempts (successes, then possibly one failure) to the
-// log and their outcomes to the events, the queue and the webhook, while
-// the queue's lease is still ours (false when it is not: another worker
-// took the queue over, and nothing is written), in a few statements
-// whatever the number of attempts. A failure releases the queue until its
+// log and their outcomes to the events, the queue and the webhook, in tx
+// and a few statements whatever their number, and releases the queue, while
+// its lease is still ours (when it is not, another worker took the queue
+// over and nothing is written). A failure releases the queue until its
 // backoff has passed and counts against the webhook, deactivating it at
-// MaxFailures in a row; release gives the queue back after successes,
-// behind the queues served longer ago.
-func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt, release bool) (bool, error) {
-	tx, err := d.db.Begin(ctx)
-	if err != nil {
-		return false, err
+// MaxFailures in a row; otherwise the queue goes behind those served longer
+// ago.
+func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []attempt) error {
+	if len(as) == 0 {
+		_, err := tx.Exec(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, next_attempt_at = $1
+			WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
+		return err
 	}
-	defer tx.Rollback()
 	last := as[len(as)-1]
 	ok := as
 	if last.failure != "" {
 		ok = as[:len(as)-1]
 	}
 	var failures int
-	var res sql.Result
-	switch {
-	case last.failure != "":
-		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
-			return false, err
+	next := last.end // behind the queues served before
+	if last.failure != "" {
+		if err := tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
+			return err
 		}
 		if len(ok) > 0 {
 			failures = 0 // the successes before it reset the count
 		}
-		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
-			WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), last.end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
-	case release:
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
-			WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), last.end.UnixMilli(), q.webhookID, q.worker)
-	default:
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1 WHERE webhook_id = $2 AND lease_owner = $3`,
-			len(ok), q.webhookID, q.worker)
+		next = last.end.Add(min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff))
 	}
+	res, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
+		WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), next.UnixMilli(), q.webhookID, q.worker)
 	if err != nil {
-		return false, err
+		return err
 	}
 	// Fence: a lease that ran out and was taken over writes nothing.
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return false, err
+		return err
 	}
 	if err := logAttempts(ctx, tx, q.webhookID, as); err != nil {
-		return false, err
+		return err
 	}
 	if len(ok) > 0 {
 		// The delivered events, by message id (unique): one statement.
@@ -407,13 +454,13 @@ func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt, release 
 		}
 		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'delivered', delivered_at = CASE message_id`+when.String()+` END,
 			attempts = attempts + 1, last_error = '' WHERE message_id IN (`+ids.String()+`)`, args...); err != nil {
-			return false, fmt.Errorf("record deliveries: %w", err)
+			return fmt.Errorf("record deliveries: %w", err)
 		}
 	}
 	if last.failure != "" {
 		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $1 WHERE message_id = $2`,
 			truncateErr(last.failure), last.ev.messageID); err != nil {
-			return false, fmt.Errorf("record failure: %w", err)
+			return fmt.Errorf("record failure: %w", err)
 		}
 	}
 	switch {
@@ -425,10 +472,7 @@ func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt, release 
 	default:
 		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1 WHERE id = $2`, failures+1, q.webhookID)
 	}
-	if err != nil {
-		return false, err
-	}
-	return true, tx.Commit()
+	return err
 }
 
 // logAttempts appends the attempts to the delivery log in one statement.
