@@ -203,8 +203,8 @@ const (
 )
 
 // claim leases up to claimBatch queues of active webhooks with events due,
-// those served longest ago first (a release sets next_attempt_at to its
-// time, so queues take turns). The due queues are read from the read pool:
+// those served longest ago first (a release sets served_at, so queues take
+// turns). The due queues are read from the read pool:
 // an idle worker's poll takes no write lock (SQLite's single writer is the
 // indexer's). The claim is one UPDATE that repeats the conditions, so a
 // queue another worker or replica took meanwhile is left alone (as NFT
@@ -220,7 +220,7 @@ func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) 
 	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM webhook_queues q
 		JOIN webhooks w ON w.id = q.webhook_id JOIN webhook_secrets s ON s.owner = w.owner
 		WHERE q.pending > 0 AND q.next_attempt_at <= $1 AND q.lease_until < $1 AND w.status = 'active'
-		ORDER BY q.next_attempt_at, q.webhook_id LIMIT `+strconv.Itoa(claimCandidates), now.UnixMilli())
+		ORDER BY q.served_at, q.webhook_id LIMIT `+strconv.Itoa(claimCandidates), now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: due queues: %w", err)
 	}
@@ -408,7 +408,7 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 // ago.
 func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []attempt) error {
 	if len(as) == 0 {
-		_, err := tx.Exec(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, next_attempt_at = $1
+		_, err := tx.Exec(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, served_at = $1
 			WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
 		return err
 	}
@@ -418,7 +418,7 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []att
 		ok = as[:len(as)-1]
 	}
 	var failures int
-	next := last.end // behind the queues served before
+	next := int64(0) // due at once, behind the queues served before it (served_at)
 	if last.failure != "" {
 		if err := tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
 			return err
@@ -426,10 +426,10 @@ func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []att
 		if len(ok) > 0 {
 			failures = 0 // the successes before it reset the count
 		}
-		next = last.end.Add(min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff))
+		next = last.end.Add(min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)).UnixMilli()
 	}
-	res, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
-		WHERE webhook_id = $3 AND lease_owner = $4`, len(ok), next.UnixMilli(), q.webhookID, q.worker)
+	res, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, served_at = $3, lease_owner = '', lease_until = 0
+		WHERE webhook_id = $4 AND lease_owner = $5`, len(ok), next, last.end.UnixMilli(), q.webhookID, q.worker)
 	if err != nil {
 		return err
 	}
