@@ -88,6 +88,7 @@ type Deliverer struct {
 	client *http.Client
 	now    func() time.Time
 	node   string
+	batch  int // queues claimed at once
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -109,7 +110,11 @@ func NewDeliverer(db *store.DB, cfg DeliveryConfig, log *slog.Logger) *Deliverer
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b)}
+	batch := claimBatch
+	if db.Dialect() == store.Postgres {
+		batch = 1
+	}
+	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b), batch: batch}
 }
 
 // safeClient checks every connection's resolved address against the policy
@@ -195,14 +200,18 @@ type queue struct {
 }
 
 // claimCandidates is how many due queues a worker reads before claiming
-// up to claimBatch of them: workers start from different candidates, so
-// they rarely race for the same queues.
+// up to claimBatch of them (SQLite) or one (PostgreSQL): workers start from
+// different candidates, so they rarely race for the same queues. On SQLite a
+// round's one transaction for several queues spares commits of its single
+// writer; on PostgreSQL it would hold several queue rows locked that the
+// emitter's Flush and other claims then wait for (measured: half the
+// deliveries/s, docs/benchmarks.md).
 const (
 	claimCandidates = 32
 	claimBatch      = 8
 )
 
-// claim leases up to claimBatch queues of active webhooks with events due,
+// claim leases up to d.batch queues of active webhooks with events due,
 // those served longest ago first (a release sets served_at, so queues take
 // turns). The due queues are read from the read pool:
 // an idle worker's poll takes no write lock (SQLite's single writer is the
@@ -247,7 +256,7 @@ func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) 
 	until := d.now().Add(d.cfg.Lease)
 	args := []any{worker, until.UnixMilli(), now.UnixMilli()}
 	off := mrand.IntN(len(ids))
-	for i := range min(claimBatch, len(ids)) {
+	for i := range min(d.batch, len(ids)) {
 		args = append(args, ids[(off+i)%len(ids)])
 	}
 	res, err := d.db.WriterDB().QueryContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
