@@ -12,10 +12,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -196,6 +198,7 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		ingest, total time.Duration
 		events        int
 		lat           []int64
+		cpu           time.Duration // this process's and the PostgreSQL server's CPU time over the run
 	}
 	run := func(on bool) result {
 		db, err := store.Open(ctx, storetest.DSNFor(b, backend))
@@ -206,6 +209,7 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		if err := db.Migrate(ctx); err != nil {
 			b.Fatal(err)
 		}
+		cpu0 := cpuTime(b, ctx, db)
 		var d *webhooks.Deliverer
 		if on {
 			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(200) }))
@@ -280,10 +284,12 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		}
 		r := result{ingest: time.Since(start)}
 		if !on {
+			r.cpu = cpuTime(b, ctx, db) - cpu0
 			return r
 		}
 		waitDelivered(b, ctx, db)
 		d.Close()
+		r.cpu = cpuTime(b, ctx, db) - cpu0
 		var last int64
 		rows, err := db.QueryContext(ctx, `SELECT block_height, delivered_at FROM webhook_outbox`)
 		if err != nil {
@@ -327,6 +333,12 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 		}
 		slices.Sort(lat)
 		b.ReportMetric(float64(events)/total.Seconds(), "deliveries/s")
+		// CPU per 1,000 deliveries: the whole run's (ingestion, emitter,
+		// deliverers, receiver, node simulator; and PostgreSQL's server), and
+		// what webhooks add to the run without them.
+		cpuOn, cpuOff := (on[0].cpu+on[1].cpu).Seconds()/2, (off[0].cpu+off[1].cpu).Seconds()/2
+		b.ReportMetric(1000*cpuOn/float64(events/len(on)), "cpu-s/1k")
+		b.ReportMetric(1000*(cpuOn-cpuOff)/float64(events/len(on)), "added-cpu-s/1k")
 		b.ReportMetric(float64(events/len(on)), "events")
 		b.ReportMetric(float64(lat[len(lat)/2]), "p50-ms")
 		b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ms")
@@ -364,4 +376,52 @@ func (n *pacedNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	n.Node.ServeHTTP(w, r)
+}
+
+// cpuTime is the CPU time (user and system) this process used so far plus,
+// on PostgreSQL, the server's: its postmaster's, its children's that were
+// reaped, and its live children's (backends, background workers), from
+// /proc. Independent of the machine's load, unlike wall time.
+func cpuTime(b *testing.B, ctx context.Context, db *store.DB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if db.Dialect() != store.Postgres {
+		return d
+	}
+	var dir string
+	if err := db.QueryRowContext(ctx, `SELECT setting FROM pg_settings WHERE name = 'data_directory'`).Scan(&dir); err != nil {
+		b.Fatal(err)
+	}
+	pidFile, err := os.ReadFile(filepath.Join(dir, "postmaster.pid"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	postmaster := strings.SplitN(string(pidFile), "\n", 2)[0]
+	const tick = time.Second / 100 // USER_HZ
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range procs {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// Fields after the command's closing parenthesis: state ppid ...
+		// utime (14th field of the line) stime cutime cstime.
+		fs := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+		pid := strings.TrimSuffix(strings.TrimPrefix(f, "/proc/"), "/stat")
+		n := 2 // utime and stime
+		switch {
+		case pid == postmaster:
+			n = 4 // and the reaped children's
+		case fs[1] != postmaster:
+			continue
+		}
+		for _, v := range fs[11 : 11+n] {
+			t, _ := strconv.ParseInt(v, 10, 64)
+			d += time.Duration(t) * tick
+		}
+	}
+	return d
 }

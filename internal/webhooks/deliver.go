@@ -6,16 +6,18 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,11 +88,18 @@ type Deliverer struct {
 	client *http.Client
 	now    func() time.Time
 	node   string
+	batch  int // queues claimed at once
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
+
+	// idleUntil: a claim that found no due queue spares the other workers
+	// their reads until the next poll (one read per poll and process when
+	// idle, not one per worker).
+	idleMu    sync.Mutex
+	idleUntil time.Time
 }
 
 // NewDeliverer prepares the workers; Start runs them.
@@ -101,7 +110,11 @@ func NewDeliverer(db *store.DB, cfg DeliveryConfig, log *slog.Logger) *Deliverer
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b)}
+	batch := claimBatch
+	if db.Dialect() == store.Postgres {
+		batch = 1
+	}
+	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b), batch: batch}
 }
 
 // safeClient checks every connection's resolved address against the policy
@@ -118,7 +131,8 @@ func safeClient(cfg DeliveryConfig) *http.Client {
 	}}
 	return &http.Client{
 		Timeout: cfg.Timeout,
-		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, MaxIdleConnsPerHost: 16,
+		// Keep-alive: as many idle connections per host as posts in flight.
+		Transport: &http.Transport{Proxy: nil, DialContext: d.DialContext, MaxIdleConnsPerHost: max(16, cfg.Workers*claimBatch),
 			IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: cfg.Timeout, MaxResponseHeaderBytes: 64 << 10},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
@@ -161,13 +175,13 @@ func (d *Deliverer) work(ctx context.Context, worker string) {
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for ctx.Err() == nil {
-		q, err := d.claim(ctx, worker)
+		qs, err := d.claim(ctx, worker)
 		if err != nil && ctx.Err() == nil {
-			d.log.Warn("claim webhook queue", "err", err)
+			d.log.Warn("claim webhook queues", "err", err)
 		}
-		if q != nil {
-			if err := d.drain(ctx, q); err != nil && ctx.Err() == nil {
-				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
+		if len(qs) > 0 {
+			if err := d.round(ctx, qs); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "err", err)
 			}
 			continue
 		}
@@ -185,33 +199,91 @@ type queue struct {
 	leaseUntil                     time.Time
 }
 
-// claim leases the queue of an active webhook with events due. The outer
-// WHERE repeats the condition: on PostgreSQL a concurrent claimer of the
-// same row re-checks it after the winner commits and updates nothing.
-func (d *Deliverer) claim(ctx context.Context, worker string) (*queue, error) {
+// claimCandidates is how many due queues a worker reads before claiming
+// up to claimBatch of them (SQLite) or one (PostgreSQL): workers start from
+// different candidates, so they rarely race for the same queues. On SQLite a
+// round's one transaction for several queues spares commits of its single
+// writer; on PostgreSQL it would hold several queue rows locked that the
+// emitter's Flush and other claims then wait for (measured: half the
+// deliveries/s, docs/benchmarks.md).
+const (
+	claimCandidates = 32
+	claimBatch      = 8
+)
+
+// claim leases up to d.batch queues of active webhooks with events due,
+// those served longest ago first (a release sets served_at, so queues take
+// turns). The due queues are read from the read pool:
+// an idle worker's poll takes no write lock (SQLite's single writer is the
+// indexer's). The claim is one UPDATE that repeats the conditions, so a
+// queue another worker or replica took meanwhile is left alone (as NFT
+// enrichment claims its jobs).
+func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) {
 	now := d.now()
-	until := now.Add(d.cfg.Lease)
-	q := &queue{worker: worker, leaseUntil: until}
-	err := d.db.WriterDB().QueryRowContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
-		WHERE webhook_id = (SELECT q.webhook_id FROM webhook_queues q JOIN webhooks w ON w.id = q.webhook_id
-			WHERE q.pending > 0 AND q.next_attempt_at <= $3 AND q.lease_until < $3 AND w.status = 'active'
-			ORDER BY q.next_attempt_at, q.webhook_id LIMIT 1)
-		AND pending > 0 AND next_attempt_at <= $3 AND lease_until < $3
-		RETURNING webhook_id`, worker, until.UnixMilli(), now.UnixMilli()).Scan(&q.webhookID)
-	if errors.Is(err, sql.ErrNoRows) {
+	d.idleMu.Lock()
+	idle := now.Before(d.idleUntil)
+	d.idleMu.Unlock()
+	if idle {
 		return nil, nil
 	}
+	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM webhook_queues q
+		JOIN webhooks w ON w.id = q.webhook_id JOIN webhook_secrets s ON s.owner = w.owner
+		WHERE q.pending > 0 AND q.next_attempt_at <= $1 AND q.lease_until < $1 AND w.status = 'active'
+		ORDER BY q.served_at, q.webhook_id LIMIT `+strconv.Itoa(claimCandidates), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: due queues: %w", err)
+	}
+	due := map[string]*queue{}
+	var ids []string
+	for rows.Next() {
+		q := &queue{worker: worker}
+		if err := rows.Scan(&q.webhookID, &q.url, &q.secret); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("webhooks: due queues: %w", err)
+		}
+		due[q.webhookID] = q
+		ids = append(ids, q.webhookID)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		if err == nil {
+			d.idleMu.Lock()
+			d.idleUntil = now.Add(d.cfg.Poll)
+			d.idleMu.Unlock()
+		}
+		return nil, err
+	}
+	until := d.now().Add(d.cfg.Lease)
+	args := []any{worker, until.UnixMilli(), now.UnixMilli()}
+	off := mrand.IntN(len(ids))
+	for i := range min(d.batch, len(ids)) {
+		args = append(args, ids[(off+i)%len(ids)])
+	}
+	res, err := d.db.WriterDB().QueryContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+		WHERE pending > 0 AND next_attempt_at <= $3 AND lease_until < $3 AND webhook_id IN (`+placeholders(4, len(args)-3)+`)
+		AND webhook_id IN (SELECT id FROM webhooks WHERE status = 'active')
+		RETURNING webhook_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: claim: %w", err)
 	}
-	var owner string
-	if err := d.db.QueryRowContext(ctx, `SELECT url, owner FROM webhooks WHERE id = $1`, q.webhookID).Scan(&q.url, &owner); err != nil {
-		return nil, fmt.Errorf("webhooks: read webhook %s: %w", q.webhookID, err)
+	defer res.Close()
+	var out []*queue
+	for res.Next() {
+		var id string
+		if err := res.Scan(&id); err != nil {
+			return nil, fmt.Errorf("webhooks: claim: %w", err)
+		}
+		q := due[id]
+		q.leaseUntil = until
+		out = append(out, q)
 	}
-	if q.secret, err = NewRegistry(d.db, d.now).Secret(ctx, owner); err != nil {
-		return nil, fmt.Errorf("webhooks: signing secret of %s: %w", q.webhookID, err)
+	if err := res.Err(); err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
 	}
-	return q, nil
+	// Recorded in webhook id order: the emitter's Flush locks queue rows
+	// in that order too (no deadlock on PostgreSQL).
+	slices.SortFunc(out, func(a, b *queue) int { return strings.Compare(a.webhookID, b.webhookID) })
+	return out, nil
 }
 
 // event is the head of a queue.
@@ -221,13 +293,9 @@ type event struct {
 	messageID, payload string
 }
 
-// maxDrain bounds the events sent under one lease, so queues take turns;
-// pageSize events are read at once and their outcomes recorded in one
-// transaction (a crash before it sends them again: at least once).
-const (
-	maxDrain = 100
-	pageSize = 20
-)
+// pageSize bounds the events of a queue sent in one round: then the queue
+// is given back, behind the queues served longer ago, so queues take turns.
+const pageSize = 50
 
 // attempt is one sent event and its outcome.
 type attempt struct {
@@ -237,45 +305,70 @@ type attempt struct {
 	start, end time.Time
 }
 
-// drain sends q's events in order until one fails, the queue is empty,
-// maxDrain were sent or half the lease is used; then it gives the queue back.
-func (d *Deliverer) drain(ctx context.Context, q *queue) error {
-	for sent := 0; sent < maxDrain && d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)); {
-		page, err := d.head(ctx, q.webhookID, min(pageSize, maxDrain-sent))
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			break
-		}
-		var done []attempt
-		for _, ev := range page {
-			a := attempt{ev: ev, start: d.now()}
-			var perr error
-			a.code, perr = d.post(ctx, q, []byte(ev.payload))
-			if ctx.Err() != nil {
-				return nil // shutting down: the lease lets the events be retried
+// round sends a page of each claimed queue, the queues concurrently and
+// each queue's events in order, then records every outcome and releases
+// the queues in one transaction (a crash before it sends them again: at
+// least once).
+func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
+	sent := make([][]attempt, len(qs))
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if sent[i], err = d.send(ctx, q); err != nil && ctx.Err() == nil {
+				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
 			}
-			a.end = d.now()
-			if perr != nil {
-				a.failure = perr.Error()
-			} else if a.code < 200 || a.code > 299 {
-				a.failure = fmt.Sprintf("HTTP %d", a.code)
-			}
-			done = append(done, a)
-			sent++
-			if a.failure != "" {
-				break
-			}
-		}
-		ok, err := d.record(ctx, q, done)
-		if err != nil || !ok || done[len(done)-1].failure != "" {
-			return err // the queue was released (failure) or lost (!ok)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil // shutting down: the leases let the events be retried
+	}
+	tx, err := d.db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for i, q := range qs {
+		if err := d.record(ctx, tx, q, sent[i]); err != nil {
+			return fmt.Errorf("webhook %s: %w", q.webhookID, err)
 		}
 	}
-	_, err := d.db.ExecContext(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0
-		WHERE webhook_id = $1 AND lease_owner = $2`, q.webhookID, q.worker)
-	return err
+	return tx.Commit()
+}
+
+// send posts the head of q's queue in order until one fails, pageSize were
+// sent or half the lease is used.
+func (d *Deliverer) send(ctx context.Context, q *queue) ([]attempt, error) {
+	page, err := d.head(ctx, q.webhookID, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	var done []attempt
+	for _, ev := range page {
+		if len(done) > 0 && !d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)) {
+			break // slow answers: record what was sent while the lease holds
+		}
+		a := attempt{ev: ev, start: d.now()}
+		var perr error
+		a.code, perr = d.post(ctx, q, []byte(ev.payload))
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		a.end = d.now()
+		if perr != nil {
+			a.failure = perr.Error()
+		} else if a.code < 200 || a.code > 299 {
+			a.failure = fmt.Sprintf("HTTP %d", a.code)
+		}
+		done = append(done, a)
+		if a.failure != "" {
+			break
+		}
+	}
+	return done, nil
 }
 
 // head reads the first n pending events of a webhook's queue, in order.
@@ -315,59 +408,68 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 }
 
 // record writes attempts (successes, then possibly one failure) to the
-// log and their outcomes to the events, the queue and the webhook, while
-// the queue's lease is still ours (false when it is not: another worker
-// took the queue over, and nothing is written). A failure releases the
-// queue until its backoff has passed and counts against the webhook,
-// deactivating it at MaxFailures in a row.
-func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, error) {
-	tx, err := d.db.Begin(ctx)
-	if err != nil {
-		return false, err
+// log and their outcomes to the events, the queue and the webhook, in tx
+// and a few statements whatever their number, and releases the queue, while
+// its lease is still ours (when it is not, another worker took the queue
+// over and nothing is written). A failure releases the queue until its
+// backoff has passed and counts against the webhook, deactivating it at
+// MaxFailures in a row; otherwise the queue goes behind those served longer
+// ago.
+func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []attempt) error {
+	if len(as) == 0 {
+		_, err := tx.Exec(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, served_at = $1
+			WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
+		return err
 	}
-	defer tx.Rollback()
 	last := as[len(as)-1]
-	delivered := len(as)
+	ok := as
 	if last.failure != "" {
-		delivered--
+		ok = as[:len(as)-1]
 	}
 	var failures int
-	var res sql.Result
-	if last.failure == "" {
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1 WHERE webhook_id = $2 AND lease_owner = $3`,
-			delivered, q.webhookID, q.worker)
-	} else {
-		if err = tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
-			return false, err
+	next := int64(0) // due at once, behind the queues served before it (served_at)
+	if last.failure != "" {
+		if err := tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
+			return err
 		}
-		if delivered > 0 {
+		if len(ok) > 0 {
 			failures = 0 // the successes before it reset the count
 		}
-		backoff := min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)
-		res, err = tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, lease_owner = '', lease_until = 0
-			WHERE webhook_id = $3 AND lease_owner = $4`, delivered, last.end.Add(backoff).UnixMilli(), q.webhookID, q.worker)
+		next = last.end.Add(min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)).UnixMilli()
 	}
+	res, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, served_at = $3, lease_owner = '', lease_until = 0
+		WHERE webhook_id = $4 AND lease_owner = $5`, len(ok), next, last.end.UnixMilli(), q.webhookID, q.worker)
 	if err != nil {
-		return false, err
+		return err
 	}
 	// Fence: a lease that ran out and was taken over writes nothing.
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return false, err
+		return err
 	}
-	for _, a := range as {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
-			VALUES ($1,$2,$3,$4,$5,$6,$7) ON CONFLICT DO NOTHING`, a.ev.messageID, a.ev.attempts+1, q.webhookID, a.end.UnixMilli(), a.code,
-			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure)); err != nil {
-			return false, err
+	if err := logAttempts(ctx, tx, q.webhookID, as); err != nil {
+		return err
+	}
+	if len(ok) > 0 {
+		// The delivered events, by message id (unique): one statement.
+		args := make([]any, 0, 2*len(ok))
+		var when, ids strings.Builder
+		for i, a := range ok {
+			fmt.Fprintf(&when, " WHEN $%d THEN CAST($%d AS BIGINT)", 2*i+1, 2*i+2)
+			if i > 0 {
+				ids.WriteByte(',')
+			}
+			fmt.Fprintf(&ids, "$%d", 2*i+1)
+			args = append(args, a.ev.messageID, a.end.UnixMilli())
 		}
-		status, deliveredAt := "pending", int64(0)
-		if a.failure == "" {
-			status, deliveredAt = "delivered", a.end.UnixMilli()
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'delivered', delivered_at = CASE message_id`+when.String()+` END,
+			attempts = attempts + 1, last_error = '' WHERE message_id IN (`+ids.String()+`)`, args...); err != nil {
+			return fmt.Errorf("record deliveries: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = $1, delivered_at = $2, attempts = attempts + 1, last_error = $3
-			WHERE webhook_id = $4 AND block_height = $5 AND position = $6`,
-			status, deliveredAt, truncateErr(a.failure), q.webhookID, a.ev.height, a.ev.position); err != nil {
-			return false, err
+	}
+	if last.failure != "" {
+		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $1 WHERE message_id = $2`,
+			truncateErr(last.failure), last.ev.messageID); err != nil {
+			return fmt.Errorf("record failure: %w", err)
 		}
 	}
 	switch {
@@ -379,10 +481,27 @@ func (d *Deliverer) record(ctx context.Context, q *queue, as []attempt) (bool, e
 	default:
 		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1 WHERE id = $2`, failures+1, q.webhookID)
 	}
-	if err != nil {
-		return false, err
+	return err
+}
+
+// logAttempts appends the attempts to the delivery log in one statement.
+func logAttempts(ctx context.Context, tx *store.Tx, webhookID string, as []attempt) error {
+	const cols = 7
+	args := make([]any, 0, cols*len(as))
+	var vals strings.Builder
+	for i, a := range as {
+		if i > 0 {
+			vals.WriteByte(',')
+		}
+		fmt.Fprintf(&vals, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", i*cols+1, i*cols+2, i*cols+3, i*cols+4, i*cols+5, i*cols+6, i*cols+7)
+		args = append(args, a.ev.messageID, a.ev.attempts+1, webhookID, a.end.UnixMilli(), a.code,
+			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure))
 	}
-	return true, tx.Commit()
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)
+		VALUES `+vals.String()+` ON CONFLICT DO NOTHING`, args...); err != nil {
+		return fmt.Errorf("log deliveries: %w", err)
+	}
+	return nil
 }
 
 func truncateErr(s string) string {

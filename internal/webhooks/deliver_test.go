@@ -241,7 +241,7 @@ func waitDelivered(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()
 	for {
 		var pending int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status <> 'delivered'`).Scan(&pending); err != nil {
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
 			t.Fatal(err)
 		}
 		if pending == 0 {

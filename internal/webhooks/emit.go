@@ -251,16 +251,31 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if err != nil {
 		return err
 	}
+	// Webhooks with the same options receive the same event of a tx: it is
+	// built and canonicalised once.
+	events := map[string][]byte{}
 	for _, m := range matches {
 		if m.tx < 0 || m.tx >= len(blk.Block.Transactions) || m.tx >= len(blk.Receipts) {
 			return fmt.Errorf("tx %d is not in the raw block", m.tx)
 		}
-		event := blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], internals[m.tx], m.hook)
-		if err := e.writeEvent(ctx, tx, m.hook.id, EventAddressActivity, b.Height, m.tx, event); err != nil {
-			return err
+		k := m.hook.eventKey(m.tx)
+		body, ok := events[k]
+		if !ok {
+			if body, err = Canonical(blk.transactionEvent(m.tx, e.chainID(blk), transfers[m.tx], internals[m.tx], m.hook)); err != nil {
+				return err
+			}
+			events[k] = body
 		}
+		e.writeCanonical(m.hook.id, EventAddressActivity, b.Height, m.tx, body)
 	}
 	return nil
+}
+
+// eventKey names the event of tx i as h receives it: what transactionEvent
+// reads of h (the options, and the logs filter: nil is every log).
+func (h evmHook) eventKey(i int) string {
+	return fmt.Sprintf("%d|%t|%t|%t|%s", i, h.includeInternal, h.includeLogs, h.signatures == nil,
+		strings.Join(slices.Sorted(maps.Keys(h.signatures)), ","))
 }
 
 // chainID is the EVM chain id of the block's txs (legacy txs may lack it).

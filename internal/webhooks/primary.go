@@ -132,13 +132,26 @@ func watching(ctx context.Context, tx *store.Tx, hooks []hook, keys []string) (m
 // writeEvent adds one event of webhook id to the block's outbox rows,
 // written by writeEvents.
 func (e *Emitter) writeEvent(ctx context.Context, tx *store.Tx, id, eventType string, height uint64, position int, event any) error {
-	msgID := MessageID(id, e.chain, height, position)
-	body, err := Canonical(map[string]any{"webhookId": id, "eventType": eventType, "messageId": msgID, "event": event})
+	body, err := Canonical(event)
 	if err != nil {
 		return err
 	}
-	e.rows = append(e.rows, []any{id, int64(height), position, msgID, e.chain, string(body), e.now().UnixMilli()})
+	e.writeCanonical(id, eventType, height, position, body)
 	return nil
+}
+
+// writeCanonical adds the event whose canonical JSON is event: the
+// envelope is written around it with its keys in canonical order (event,
+// eventType, messageId, webhookId), so an event several webhooks receive is
+// canonicalised once. The envelope's strings (UUIDs, an event type) need no
+// escaping.
+func (e *Emitter) writeCanonical(id, eventType string, height uint64, position int, event []byte) {
+	msgID := MessageID(id, e.chain, height, position)
+	body := make([]byte, 0, len(event)+len(eventType)+len(msgID)+len(id)+64)
+	body = append(append(append(body, `{"event":`...), event...), `,"eventType":"`...)
+	body = append(append(append(body, eventType...), `","messageId":"`...), msgID...)
+	body = append(append(append(body, `","webhookId":"`...), id...), `"}`...)
+	e.rows = append(e.rows, []any{id, int64(height), position, msgID, e.chain, string(body), e.now().UnixMilli()})
 }
 
 // writeEvents writes the block's events to the outbox, many rows per
