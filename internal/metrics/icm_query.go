@@ -102,17 +102,58 @@ func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 }
 
 // ICMWindowSums sums, for every key of a level, its hourly counts from each
-// of hourFroms and its daily counts from each of dayFroms (ascending interval
-// starts) up to hourTo and dayTo (exclusive), in the database: one aggregate
-// time-range read a table, whatever the windows and the number of keys.
+// of hourFroms up to hourTo (exclusive; one aggregate time-range read of the
+// hourly rows) and its messages from each of dayFroms up to dayTo (day
+// starts): the differences of two running totals (metrics_icm_daily_totals),
+// point reads per key whatever the windows' lengths.
 func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days map[[2]string][]int64, err error) {
 	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", l, hourFroms, hourTo); err != nil {
 		return nil, nil, err
 	}
-	if days, err = icmWindowSums(ctx, db, "metrics_icm_daily", l, dayFroms, dayTo); err != nil {
+	if days, err = icmDayWindows(ctx, db, l, dayFroms, dayTo); err != nil {
 		return nil, nil, err
 	}
 	return hours, days, nil
+}
+
+// icmDayWindows reads, for every key of a level, the running totals before
+// dayTo and before each of froms, and returns the windows' counts.
+func icmDayWindows(ctx context.Context, db *store.DB, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
+	q := "SELECT k.src, k.dst"
+	var args []any
+	for _, t := range append([]int64{to}, froms...) {
+		args = append(args, t)
+		q += fmt.Sprintf(`, COALESCE((SELECT t.messages FROM metrics_icm_daily_totals t WHERE t.src = k.src AND t.dst = k.dst
+			AND t.bucket < $%d ORDER BY t.bucket DESC LIMIT 1), 0)`, len(args))
+	}
+	cond, cargs := l.cond(len(args) + 1)
+	q += " FROM metrics_icm_pairs k WHERE " + cond
+	rows, err := db.QueryContext(ctx, q, append(args, cargs...)...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: icm day windows: %w", err)
+	}
+	defer rows.Close()
+	out := map[[2]string][]int64{}
+	for rows.Next() {
+		var k [2]string
+		totals := make([]int64, len(args))
+		dst := []any{&k[0], &k[1]}
+		for i := range totals {
+			dst = append(dst, &totals[i])
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, fmt.Errorf("metrics: icm day windows: %w", err)
+		}
+		v := make([]int64, len(froms))
+		for i := range froms {
+			v[i] = totals[0] - totals[i+1]
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: icm day windows: %w", err)
+	}
+	return out, nil
 }
 
 func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
