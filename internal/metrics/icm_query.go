@@ -116,6 +116,22 @@ func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []in
 	return hours, days, nil
 }
 
+func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
+	// Placeholders numbered in text order (the SQLite rule of the migrations).
+	// A group has rows, so its sums are never NULL.
+	q := "SELECT src, dst"
+	var args []any
+	for _, from := range froms {
+		args = append(args, from)
+		q += fmt.Sprintf(", SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
+	}
+	n := len(args)
+	cond, cargs := l.cond(n + 3)
+	q += fmt.Sprintf(" FROM %s WHERE bucket >= $%d AND bucket < $%d AND %s GROUP BY src, dst", table, n+1, n+2, cond)
+	args = append(append(args, froms[0], to), cargs...)
+	return icmKeyed(ctx, db, q, args, len(froms))
+}
+
 // icmDayWindows reads, for every key of a level, the running totals before
 // dayTo and before each of froms, and returns the windows' counts.
 func icmDayWindows(ctx context.Context, db *store.DB, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
@@ -127,47 +143,24 @@ func icmDayWindows(ctx context.Context, db *store.DB, l ICMLevel, froms []int64,
 			AND t.bucket < $%d ORDER BY t.bucket DESC LIMIT 1), 0)`, len(args))
 	}
 	cond, cargs := l.cond(len(args) + 1)
-	q += " FROM metrics_icm_pairs k WHERE " + cond
-	rows, err := db.QueryContext(ctx, q, append(args, cargs...)...)
+	totals, err := icmKeyed(ctx, db, q+" FROM metrics_icm_pairs k WHERE "+cond, append(args, cargs...), len(args))
 	if err != nil {
-		return nil, fmt.Errorf("metrics: icm day windows: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := map[[2]string][]int64{}
-	for rows.Next() {
-		var k [2]string
-		totals := make([]int64, len(args))
-		dst := []any{&k[0], &k[1]}
-		for i := range totals {
-			dst = append(dst, &totals[i])
-		}
-		if err := rows.Scan(dst...); err != nil {
-			return nil, fmt.Errorf("metrics: icm day windows: %w", err)
-		}
-		v := make([]int64, len(froms))
+	out := make(map[[2]string][]int64, len(totals))
+	for k, v := range totals {
+		w := make([]int64, len(froms))
 		for i := range froms {
-			v[i] = totals[0] - totals[i+1]
+			w[i] = v[0] - v[i+1]
 		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: icm day windows: %w", err)
+		out[k] = w
 	}
 	return out, nil
 }
 
-func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
-	// Placeholders numbered in text order (the SQLite rule of the migrations).
-	q := "SELECT src, dst"
-	var args []any
-	for _, from := range froms {
-		args = append(args, from)
-		q += fmt.Sprintf(", SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
-	}
-	n := len(args)
-	cond, cargs := l.cond(n + 3)
-	q += fmt.Sprintf(" FROM %s WHERE bucket >= $%d AND bucket < $%d AND %s GROUP BY src, dst", table, n+1, n+2, cond)
-	args = append(append(args, froms[0], to), cargs...)
+// icmKeyed runs a query of rows (src, dst, n integers) and returns them by
+// key.
+func icmKeyed(ctx context.Context, db *store.DB, q string, args []any, n int) (map[[2]string][]int64, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: icm windows: %w", err)
@@ -176,17 +169,13 @@ func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, 
 	out := map[[2]string][]int64{}
 	for rows.Next() {
 		var k [2]string
-		sums := make([]sql.NullInt64, len(froms))
+		v := make([]int64, n)
 		dst := []any{&k[0], &k[1]}
-		for i := range sums {
-			dst = append(dst, &sums[i])
+		for i := range v {
+			dst = append(dst, &v[i])
 		}
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("metrics: icm windows: %w", err)
-		}
-		v := make([]int64, len(sums))
-		for i, s := range sums {
-			v[i] = s.Int64
 		}
 		out[k] = v
 	}

@@ -102,28 +102,16 @@ func icmScript(rng *rand.Rand, blocks int) (map[uint64][]icmWrite, []int64) {
 // daily counts summed from scratch, on both backends.
 func TestICMSummaryWindowsScripted(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
-		ctx := context.Background()
 		rng := rand.New(rand.NewSource(21))
 		const blocks = 64
 		script, times := icmScript(rng, blocks)
 		ix := WithRollup("C", KindEVM, &icmScriptIndexer{blocks: script})
 		for h := 1; h <= blocks; {
-			tx, err := db.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			batch := map[uint64]int64{}
 			for n := 1 + rng.Intn(4); n > 0 && h <= blocks; n, h = n-1, h+1 {
-				if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: uint64(h), Hash: fmt.Sprintf("0x%064x", h), Timestamp: times[h-1]}); err != nil {
-					tx.Rollback()
-					t.Fatalf("block %d: %v", h, err)
-				}
+				batch[uint64(h)] = times[h-1]
 			}
-			if err := ingest.Flush(ctx, ix, tx); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			applyBatch(t, db, ix, batch)
 			checkICMTotals(t, db, h-1)
 			checkICMWindows(t, db, times[h-2], rng)
 		}
