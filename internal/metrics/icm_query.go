@@ -101,44 +101,61 @@ func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 	return first.Int64, nil
 }
 
-// ICMWindowSums returns, for every key of a level, its messages from each of
-// hourFroms up to hourTo (sums of at most a day of hourly rows, read by key)
-// and from each of dayFroms up to dayTo (day starts: the differences of two
-// running totals of metrics_icm_daily_totals, point reads whatever the
-// windows' lengths), in one read.
+// ICMWindowSums sums, for every key of a level, its hourly counts from each
+// of hourFroms up to hourTo (exclusive; one aggregate time-range read of the
+// hourly rows) and its messages from each of dayFroms up to dayTo (day
+// starts): the differences of two running totals (metrics_icm_daily_totals),
+// point reads per key whatever the windows' lengths.
 func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days map[[2]string][]int64, err error) {
-	// Placeholders numbered in text order (the SQLite rule of the migrations).
-	q := "SELECT k.src, k.dst"
-	var args []any
-	arg := func(v int64) int {
-		args = append(args, v)
-		return len(args)
-	}
-	for _, from := range hourFroms {
-		q += fmt.Sprintf(`, COALESCE((SELECT SUM(h.messages) FROM metrics_icm_hourly h WHERE h.src = k.src AND h.dst = k.dst
-			AND h.bucket >= $%d AND h.bucket < $%d), 0)`, arg(from), arg(hourTo))
-	}
-	for _, t := range append([]int64{dayTo}, dayFroms...) {
-		q += fmt.Sprintf(`, COALESCE((SELECT t.messages FROM metrics_icm_daily_totals t WHERE t.src = k.src AND t.dst = k.dst
-			AND t.bucket < $%d ORDER BY t.bucket DESC LIMIT 1), 0)`, arg(t))
-	}
-	cond, cargs := l.cond(len(args) + 1)
-	n := len(hourFroms) + 1 + len(dayFroms)
-	rows, err := icmKeyed(ctx, db, q+" FROM metrics_icm_pairs k WHERE "+cond, append(args, cargs...), n)
-	if err != nil {
+	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", l, hourFroms, hourTo); err != nil {
 		return nil, nil, err
 	}
-	hours, days = make(map[[2]string][]int64, len(rows)), make(map[[2]string][]int64, len(rows))
-	for k, v := range rows {
-		hours[k] = v[:len(hourFroms)]
-		totals := v[len(hourFroms):]
-		w := make([]int64, len(dayFroms))
-		for i := range dayFroms {
-			w[i] = totals[0] - totals[i+1]
-		}
-		days[k] = w
+	if days, err = icmDayWindows(ctx, db, l, dayFroms, dayTo); err != nil {
+		return nil, nil, err
 	}
 	return hours, days, nil
+}
+
+func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
+	// Placeholders numbered in text order (the SQLite rule of the migrations).
+	// A group has rows, so its sums are never NULL.
+	q := "SELECT src, dst"
+	var args []any
+	for _, from := range froms {
+		args = append(args, from)
+		q += fmt.Sprintf(", SUM(CASE WHEN bucket >= $%d THEN messages ELSE 0 END)", len(args))
+	}
+	n := len(args)
+	cond, cargs := l.cond(n + 3)
+	q += fmt.Sprintf(" FROM %s WHERE bucket >= $%d AND bucket < $%d AND %s GROUP BY src, dst", table, n+1, n+2, cond)
+	args = append(append(args, froms[0], to), cargs...)
+	return icmKeyed(ctx, db, q, args, len(froms))
+}
+
+// icmDayWindows reads, for every key of a level, the running totals before
+// dayTo and before each of froms, and returns the windows' counts.
+func icmDayWindows(ctx context.Context, db *store.DB, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
+	q := "SELECT k.src, k.dst"
+	var args []any
+	for _, t := range append([]int64{to}, froms...) {
+		args = append(args, t)
+		q += fmt.Sprintf(`, COALESCE((SELECT t.messages FROM metrics_icm_daily_totals t WHERE t.src = k.src AND t.dst = k.dst
+			AND t.bucket < $%d ORDER BY t.bucket DESC LIMIT 1), 0)`, len(args))
+	}
+	cond, cargs := l.cond(len(args) + 1)
+	totals, err := icmKeyed(ctx, db, q+" FROM metrics_icm_pairs k WHERE "+cond, append(args, cargs...), len(args))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[[2]string][]int64, len(totals))
+	for k, v := range totals {
+		w := make([]int64, len(froms))
+		for i := range froms {
+			w[i] = v[0] - v[i+1]
+		}
+		out[k] = w
+	}
+	return out, nil
 }
 
 // icmKeyed runs a query of rows (src, dst, n integers) and returns them by

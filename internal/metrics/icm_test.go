@@ -239,7 +239,11 @@ func checkICMWindows(t *testing.T, db *store.DB, tip int64, rng *rand.Rand) {
 			}
 		}
 		for k, w := range want {
+			// A key without hourly rows in the windows has no hourly sums.
 			h := hours[k]
+			if h == nil {
+				h = make([]int64, len(hourFroms))
+			}
 			if !reflect.DeepEqual(days[k], w) || !reflect.DeepEqual(h, wantH[k]) {
 				t.Errorf("tip %d, level %+v, %v: days %v hours %v, want %v %v", tip, l, k, days[k], h, w, wantH[k])
 			}
