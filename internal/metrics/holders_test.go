@@ -3,8 +3,10 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/big"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,6 +81,29 @@ func (s *scriptIndexer) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlo
 		}
 	}
 	return nil
+}
+
+// applyBatch indexes blocks (height -> time) with ix in one transaction, in
+// height order, and flushes the batch.
+func applyBatch(t *testing.T, db *store.DB, ix ingest.Indexer, blocks map[uint64]int64) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, h := range slices.Sorted(maps.Keys(blocks)) {
+		if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: h, Hash: fmt.Sprintf("0x%064x", h), Timestamp: blocks[h]}); err != nil {
+			t.Fatalf("block %d: %v", h, err)
+		}
+	}
+	if err := ingest.Flush(ctx, ix, tx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func addr(n int) string { return fmt.Sprintf("0x%040x", n) }
@@ -226,20 +251,7 @@ func TestHolderRollupScripted(t *testing.T) {
 		ix := WithRollup("C", KindEVM, &scriptIndexer{blocks: script, bal: map[[4]string]*big.Int{}},
 			WithClock(func() time.Time { return clock }))
 		for h := uint64(0); h <= 6; h++ {
-			tx, err := db.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := ix.Apply(ctx, tx, ingest.RawBlock{Height: h, Hash: fmt.Sprintf("0x%064x", h), Timestamp: 1_700_000_000 + int64(h)*10}); err != nil {
-				tx.Rollback()
-				t.Fatalf("block %d: %v", h, err)
-			}
-			if err := ingest.Flush(ctx, ix, tx); err != nil {
-				t.Fatal(err)
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			applyBatch(t, db, ix, map[uint64]int64{h: 1_700_000_000 + int64(h)*10})
 			got := holderState(t, db)
 			if h > 0 && !reflect.DeepEqual(got, want[h]) {
 				t.Errorf("after block %d: holders %v, want %v", h, got, want[h])

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -55,6 +56,12 @@ const (
 		ON CONFLICT (src, dst, bucket) DO UPDATE SET messages = metrics_icm_daily.messages + excluded.messages`
 	upICMPair = `INSERT INTO metrics_icm_pairs (src, dst, messages) VALUES ($1,$2,$3)
 		ON CONFLICT (src, dst) DO UPDATE SET messages = metrics_icm_pairs.messages + excluded.messages`
+	lockICMTotals = `INSERT INTO metrics_icm_totals_lock (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET id = excluded.id`
+	// A day's total row starts as the total before it.
+	insICMTotal = `INSERT INTO metrics_icm_daily_totals (src, dst, bucket, messages) VALUES ($1, $2, $3,
+		COALESCE((SELECT t.messages FROM metrics_icm_daily_totals t WHERE t.src = $1 AND t.dst = $2 AND t.bucket < $3
+		ORDER BY t.bucket DESC LIMIT 1), 0)) ON CONFLICT (src, dst, bucket) DO NOTHING`
+	updICMTotals = `UPDATE metrics_icm_daily_totals SET messages = messages + $1 WHERE src = $2 AND dst = $3 AND bucket >= $4 AND bucket < $5`
 )
 
 func (r *icmRollup) add(height int64) {
@@ -131,6 +138,51 @@ func (r *icmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 			if _, err := tx.Exec(ctx, upICMPair, k.src, k.dst, n); err != nil {
 				return fmt.Errorf("icm counts %s -> %s: %w", k.src, k.dst, err)
 			}
+		}
+	}
+	return flushICMTotals(ctx, tx, daily)
+}
+
+// flushICMTotals applies the batch's daily count changes to the running
+// totals (metrics_icm_daily_totals): per key, a total row for every changed
+// day (the total before it, at first), then each changed day's delta added to
+// its row and every later one, in one range update per run of rows between
+// changed days. A batch at the tip changes the last row or two; a count moved
+// to an older day (its other side indexed later) updates the rows since.
+// Taken after the daily upserts, the lock is the last one the transaction
+// waits for, so two chains' batches cannot deadlock on it.
+func flushICMTotals(ctx context.Context, tx *store.Tx, daily map[icmBucket]int64) error {
+	var changed []icmBucket
+	for _, k := range slices.SortedFunc(maps.Keys(daily), icmBucket.compare) {
+		if daily[k] != 0 {
+			changed = append(changed, k)
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, lockICMTotals); err != nil {
+		return fmt.Errorf("icm totals: lock: %w", err)
+	}
+	for _, k := range changed {
+		if _, err := tx.Exec(ctx, insICMTotal, k.src, k.dst, k.bucket); err != nil {
+			return fmt.Errorf("icm totals %s -> %s: %w", k.src, k.dst, err)
+		}
+	}
+	run := int64(0)
+	for i, k := range changed {
+		run += daily[k]
+		end := int64(math.MaxInt64)
+		if i+1 < len(changed) && changed[i+1].src == k.src && changed[i+1].dst == k.dst {
+			end = changed[i+1].bucket
+		}
+		if run != 0 {
+			if _, err := tx.Exec(ctx, updICMTotals, run, k.src, k.dst, k.bucket, end); err != nil {
+				return fmt.Errorf("icm totals %s -> %s: %w", k.src, k.dst, err)
+			}
+		}
+		if end == math.MaxInt64 {
+			run = 0 // the key's last changed day
 		}
 	}
 	return nil

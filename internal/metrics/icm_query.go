@@ -102,14 +102,15 @@ func ICMFirst(ctx context.Context, db *store.DB, p ICMPair) (int64, error) {
 }
 
 // ICMWindowSums sums, for every key of a level, its hourly counts from each
-// of hourFroms and its daily counts from each of dayFroms (ascending interval
-// starts) up to hourTo and dayTo (exclusive), in the database: one aggregate
-// time-range read a table, whatever the windows and the number of keys.
+// of hourFroms up to hourTo (exclusive; one aggregate time-range read of the
+// hourly rows) and its messages from each of dayFroms up to dayTo (day
+// starts): the differences of two running totals (metrics_icm_daily_totals),
+// point reads per key whatever the windows' lengths.
 func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []int64, hourTo int64, dayFroms []int64, dayTo int64) (hours, days map[[2]string][]int64, err error) {
 	if hours, err = icmWindowSums(ctx, db, "metrics_icm_hourly", l, hourFroms, hourTo); err != nil {
 		return nil, nil, err
 	}
-	if days, err = icmWindowSums(ctx, db, "metrics_icm_daily", l, dayFroms, dayTo); err != nil {
+	if days, err = icmDayWindows(ctx, db, l, dayFroms, dayTo); err != nil {
 		return nil, nil, err
 	}
 	return hours, days, nil
@@ -117,6 +118,7 @@ func ICMWindowSums(ctx context.Context, db *store.DB, l ICMLevel, hourFroms []in
 
 func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
 	// Placeholders numbered in text order (the SQLite rule of the migrations).
+	// A group has rows, so its sums are never NULL.
 	q := "SELECT src, dst"
 	var args []any
 	for _, from := range froms {
@@ -127,6 +129,38 @@ func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, 
 	cond, cargs := l.cond(n + 3)
 	q += fmt.Sprintf(" FROM %s WHERE bucket >= $%d AND bucket < $%d AND %s GROUP BY src, dst", table, n+1, n+2, cond)
 	args = append(append(args, froms[0], to), cargs...)
+	return icmKeyed(ctx, db, q, args, len(froms))
+}
+
+// icmDayWindows reads, for every key of a level, the running totals before
+// dayTo and before each of froms, and returns the windows' counts.
+func icmDayWindows(ctx context.Context, db *store.DB, l ICMLevel, froms []int64, to int64) (map[[2]string][]int64, error) {
+	q := "SELECT k.src, k.dst"
+	var args []any
+	for _, t := range append([]int64{to}, froms...) {
+		args = append(args, t)
+		q += fmt.Sprintf(`, COALESCE((SELECT t.messages FROM metrics_icm_daily_totals t WHERE t.src = k.src AND t.dst = k.dst
+			AND t.bucket < $%d ORDER BY t.bucket DESC LIMIT 1), 0)`, len(args))
+	}
+	cond, cargs := l.cond(len(args) + 1)
+	totals, err := icmKeyed(ctx, db, q+" FROM metrics_icm_pairs k WHERE "+cond, append(args, cargs...), len(args))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[[2]string][]int64, len(totals))
+	for k, v := range totals {
+		w := make([]int64, len(froms))
+		for i := range froms {
+			w[i] = v[0] - v[i+1]
+		}
+		out[k] = w
+	}
+	return out, nil
+}
+
+// icmKeyed runs a query of rows (src, dst, n integers) and returns them by
+// key.
+func icmKeyed(ctx context.Context, db *store.DB, q string, args []any, n int) (map[[2]string][]int64, error) {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: icm windows: %w", err)
@@ -135,17 +169,13 @@ func icmWindowSums(ctx context.Context, db *store.DB, table string, l ICMLevel, 
 	out := map[[2]string][]int64{}
 	for rows.Next() {
 		var k [2]string
-		sums := make([]sql.NullInt64, len(froms))
+		v := make([]int64, n)
 		dst := []any{&k[0], &k[1]}
-		for i := range sums {
-			dst = append(dst, &sums[i])
+		for i := range v {
+			dst = append(dst, &v[i])
 		}
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("metrics: icm windows: %w", err)
-		}
-		v := make([]int64, len(sums))
-		for i, s := range sums {
-			v[i] = s.Int64
 		}
 		out[k] = v
 	}

@@ -119,7 +119,8 @@ var (
 	rollupTables = []string{"metrics_chains", "metrics_tx_hourly", "metrics_tx_daily"}
 	nftTables    = []string{"metrics_nft_holders", "metrics_nft_collections"}
 	pTables      = []string{"metrics_staking_daily", "metrics_l1_fees_daily", "metrics_l1_fees_subnet_daily", "metrics_l1_fees_total_daily"}
-	icmTables    = []string{"metrics_icm_messages", "metrics_icm_hourly", "metrics_icm_daily", "metrics_icm_pairs"}
+	icmTables    = []string{"metrics_icm_messages", "metrics_icm_hourly", "metrics_icm_daily", "metrics_icm_pairs",
+		"metrics_icm_daily_totals", "metrics_icm_totals_lock"}
 )
 
 // DerivedTables is the inner indexer's tables plus the rollups.

@@ -157,6 +157,12 @@ func generateV2PartB(ctx context.Context, tx *store.Tx, rng *rand.Rand) error {
 	if err := insertRows(ctx, tx, "metrics_icm_pairs", []string{"src", "dst", "messages"}, rows); err != nil {
 		return err
 	}
+	// The running daily totals of every key, as migration 0131 computes
+	// them for an index that has daily rows.
+	if _, err := tx.Exec(ctx, `INSERT INTO metrics_icm_daily_totals (src, dst, bucket, messages)
+		SELECT d.src, d.dst, d.bucket, SUM(d.messages) OVER (PARTITION BY d.src, d.dst ORDER BY d.bucket) FROM metrics_icm_daily d`); err != nil {
+		return err
+	}
 	// Primary-network validator txs for validators:getAddresses.
 	rows = rows[:0]
 	for v := 0; v < v2bValidators; v++ {
