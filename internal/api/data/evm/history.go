@@ -291,16 +291,23 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 				cond = " AND (f.block_number, f.log_index, f.batch_index) < (@b, @l, @x)"
 			}
 			token := h.d.DB.Dialect().HexExpr("f.token")
+			// The page's transfers are chosen first, then joined: with the
+			// joins in one statement, PostgreSQL's generic plan (prepared
+			// statements) estimated one row, hash-joined and sorted all of an
+			// active address's transfers (380 ms against 0.3 ms).
 			rows, err := h.query(ctx, `SELECT f.block_number, f.log_index, f.batch_index, f.tx_hash, f.block_time, bl.hash,
 					f.token, f.from_addr, f.to_addr, f.token_id, f.value, c.name, c.symbol, c.decimals,
 					n.token_uri, COALESCE(n.metadata_status, ''), n.metadata, COALESCE(n.metadata_updated_at, 0)
-				FROM evm_transfers f`+h.indexedBy(index)+`
+				FROM (SELECT f.chain_key, f.block_number, f.log_index, f.batch_index, f.tx_hash, f.block_time, f.token,
+						f.from_addr, f.to_addr, f.token_id, f.value, f.erc_type
+					FROM evm_transfers f`+h.indexedBy(index)+`
+					WHERE f.chain_key = @chain AND f.`+col+` = @addr AND f.erc_type = @typ`+nft+` AND f.block_number >= @lo`+cond+`
+					ORDER BY f.block_number DESC, f.log_index DESC, f.batch_index DESC LIMIT @limit) f
 				JOIN evm_blocks bl ON bl.chain_key = f.chain_key AND bl.number = f.block_number
 				LEFT JOIN evm_contracts c ON c.chain_key = f.chain_key AND c.address = `+token+`
 				LEFT JOIN evm_nft_tokens n ON n.chain_key = f.chain_key AND n.token = `+token+` AND n.token_id = f.token_id
 					AND f.erc_type <> 'ERC-20'
-				WHERE f.chain_key = @chain AND f.`+col+` = @addr AND f.erc_type = @typ`+nft+` AND f.block_number >= @lo`+cond+`
-				ORDER BY f.block_number DESC, f.log_index DESC, f.batch_index DESC LIMIT @limit`, vals)
+				ORDER BY f.block_number DESC, f.log_index DESC, f.batch_index DESC`, vals)
 			if err != nil {
 				return nil, fmt.Errorf("%s transfers of %s: %w", typ, q.addr, err)
 			}

@@ -232,7 +232,18 @@ func TestQueryPlans(t *testing.T) {
 				if testing.Verbose() {
 					t.Logf("PLAN %s\n  %s", q.q, strings.Join(plan, "\n  "))
 				}
+				// A subquery's rows (a page chosen by index, then joined) are
+				// read back by a scan of its co-routine: not a table read.
+				coroutine := map[string]bool{}
 				for _, line := range plan {
+					if name, ok := strings.CutPrefix(strings.TrimSpace(line), "CO-ROUTINE "); ok {
+						coroutine["SCAN "+name] = true
+					}
+				}
+				for _, line := range plan {
+					if coroutine[strings.TrimSpace(line)] {
+						continue
+					}
 					if bad(backend, line, q.minEq) {
 						t.Errorf("%s: %q is not an index seek on two equality columns:\n%s\nplan:\n  %s", backend, strings.TrimSpace(line), q.q, strings.Join(plan, "\n  "))
 					}
