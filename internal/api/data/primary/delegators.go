@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
 // DelegationStatuses is the DelegationStatusType enumeration.
@@ -157,7 +159,17 @@ func (h *handlers) listDelegators(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &stakerPage{where: []string{`s.kind = 'DELEGATOR'`}}
+	// On SQLite kind and removed_height are written as expressions so that
+	// no index is chosen for them: without statistics it read every
+	// delegation through p_delegations_current and sorted them (28 ms p99 at
+	// 22,586 delegations); the page is then a walk of the start-time index,
+	// or of the node's with nodeIds. PostgreSQL plans these well from its
+	// statistics, and worse with the expressions (15 → 54 ms p99).
+	kind, removed := `s.kind`, `s.removed_height`
+	if h.d.DB.Dialect() == store.SQLite {
+		kind, removed = `s.kind || ''`, `s.removed_height + 0`
+	}
+	sp := &stakerPage{where: []string{kind + ` = 'DELEGATOR'`}}
 	if len(addrs) > 0 {
 		sp.where = append(sp.where, ownerMatch("s.reward_owner", addrs, sp.arg))
 	}
@@ -170,11 +182,11 @@ func (h *handlers) listDelegators(r *http.Request) (any, error) {
 	}
 	switch status {
 	case "completed":
-		sp.where = append(sp.where, `s.removed_height >= 0`)
+		sp.where = append(sp.where, removed+` >= 0`)
 	case "pending":
-		sp.where = append(sp.where, `s.removed_height < 0 AND s.start_time > `+sp.arg(tipTime))
+		sp.where = append(sp.where, removed+` < 0 AND s.start_time > `+sp.arg(tipTime))
 	case "active":
-		sp.where = append(sp.where, `s.removed_height < 0 AND s.start_time <= `+sp.arg(tipTime))
+		sp.where = append(sp.where, removed+` < 0 AND s.start_time <= `+sp.arg(tipTime))
 	}
 	tail := sp.after(has, cur, desc, size+1)
 	rows, err := h.delegatorRows(ctx, sp, tail)
