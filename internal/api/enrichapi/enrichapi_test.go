@@ -222,17 +222,20 @@ func setup(t *testing.T, backend string, withPrices bool) *env {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var pending, unknown int
+		// The registry's two reputations too: it is read on its own poll,
+		// and a listing before it showed the Malicious token unfiltered.
+		var pending, unknown, reputations int
 		if err := te.DB.QueryRowContext(ctx, `SELECT
 				(SELECT COUNT(*) FROM evm_nft_tokens WHERE chain_key = 'C') - (SELECT COUNT(*) FROM enrich_nft_jobs WHERE state = 'done'),
-				(SELECT COUNT(*) FROM evm_contracts WHERE chain_key = 'C' AND metadata_status = 'unknown')`).Scan(&pending, &unknown); err != nil {
+				(SELECT COUNT(*) FROM evm_contracts WHERE chain_key = 'C' AND metadata_status = 'unknown'),
+				(SELECT COUNT(*) FROM enrich_token_reputation)`).Scan(&pending, &unknown, &reputations); err != nil {
 			t.Fatal(err)
 		}
-		if pending == 0 && unknown == 0 {
+		if pending == 0 && unknown == 0 && reputations >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("enrichment unfinished: %d NFT jobs, %d contracts", pending, unknown)
+			t.Fatalf("enrichment unfinished: %d NFT jobs, %d contracts, %d of 2 reputations", pending, unknown, reputations)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
