@@ -26,6 +26,7 @@ import (
 	"github.com/ava-labs/avalanchego/utils/formatting"
 	"github.com/ava-labs/avalanchego/utils/formatting/address"
 	"github.com/ava-labs/avalanchego/utils/hashing"
+	"github.com/ava-labs/avalanchego/vms/avm/txs"
 	"github.com/ava-labs/avalanchego/vms/components/avax"
 	"github.com/ava-labs/avalanchego/vms/secp256k1fx"
 
@@ -602,4 +603,57 @@ func sameJSON(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
+}
+
+// TestDAGFeesInSupply: the fees the DAG's txs burned count in
+// /v1/avax/supply's totalXBurned. The expected difference between an index
+// with the DAG and one without is computed from the built txs (AVAX
+// consumed minus AVAX produced, avalanchego's own tx objects).
+func TestDAGFeesInSupply(t *testing.T) {
+	burned := func(f *fixture) *big.Rat {
+		t.Helper()
+		var s struct {
+			TotalXBurned string `json:"totalXBurned"`
+		}
+		f.get(t, "/v1/avax/supply", &s)
+		r, ok := new(big.Rat).SetString(s.TotalXBurned)
+		if !ok {
+			t.Fatalf("totalXBurned %q", s.TotalXBurned)
+		}
+		return r
+	}
+	with := newFixture(t, "sqlite", true)
+	with.ingest(t)
+	without := newFixture(t, "sqlite", false)
+	without.ingest(t)
+
+	var fees uint64
+	for _, tx := range with.d.Txs {
+		var b *avax.BaseTx
+		switch u := tx.Unsigned.(type) {
+		case *txs.BaseTx:
+			b = &u.BaseTx
+		case *txs.CreateAssetTx:
+			b = &u.BaseTx.BaseTx
+		default:
+			t.Fatalf("the DAG holds a %T: count its fee here", u)
+		}
+		for _, in := range b.Ins {
+			if in.AssetID() == with.g.AvaxAssetID {
+				fees += in.In.Amount()
+			}
+		}
+		for _, out := range b.Outs {
+			if out.AssetID() == with.g.AvaxAssetID {
+				fees -= out.Out.Amount()
+			}
+		}
+	}
+	if fees == 0 {
+		t.Fatal("the DAG burned no fee: nothing to check")
+	}
+	want := new(big.Rat).SetFrac(new(big.Int).SetUint64(fees), big.NewInt(1e9)) // nAVAX -> AVAX
+	if got := new(big.Rat).Sub(burned(with), burned(without)); got.Cmp(want) != 0 {
+		t.Errorf("totalXBurned with the DAG minus without = %s AVAX, want the DAG's fees %s AVAX", got.FloatString(9), want.FloatString(9))
+	}
 }
