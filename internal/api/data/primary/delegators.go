@@ -147,18 +147,11 @@ func (h *handlers) listDelegators(r *http.Request) (any, error) {
 	status := p.Enum("delegationStatus", "", DelegationStatuses...)
 	desc := sortOrder(p, "desc") == "desc"
 	var cur validatorCursor
-	has, err := h.decodeCursor(q, routeDelegators, &cur)
+	has, tipTime, err := h.openStakingPage(q, routeDelegators, &cur)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	tipTime, err := h.pChainTipTime(ctx)
-	if err != nil {
-		return nil, err
-	}
 	// On SQLite kind and removed_height are written as expressions so that
 	// no index is chosen for them: without statistics it read every
 	// delegation through p_delegations_current and sorted them (28 ms p99 at
@@ -237,26 +230,15 @@ func (h *handlers) listPendingRewards(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p := q.p
-	addrs := h.addressesParam(p, "addresses")
-	nodes := nodeIDsParam(p, "nodeIds")
-	if strings.Trim(p.String("addresses"), ", ") == "" && strings.Trim(p.String("nodeIds"), ", ") == "" {
-		p.Fail("at least one of addresses or nodeIds is required")
-	}
+	addrs, nodes := h.rewardFilters(p)
 	size := p.PageSize(defaultPageSize, 1, maxPageSize)
 	desc := sortOrder(p, "desc") == "desc"
 	var cur validatorCursor
-	has, err := h.decodeCursor(q, routePendingRew, &cur)
+	has, tipTime, err := h.openStakingPage(q, routePendingRew, &cur)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	tipTime, err := h.pChainTipTime(ctx)
-	if err != nil {
-		return nil, err
-	}
 	// Primary-network stakers not yet rewarded (permissioned subnet
 	// validators earn nothing).
 	sp := &stakerPage{where: []string{`s.kind IN ('VALIDATOR', 'DELEGATOR') AND s.removed_height < 0`}}

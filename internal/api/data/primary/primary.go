@@ -200,6 +200,20 @@ func (h *handlers) decodeCursor(q *request, route string, cur any) (bool, error)
 	return true, nil
 }
 
+// openStakingPage starts a staking listing: it decodes the page token into
+// cur, reports the request's parameter errors, and reads the P-chain tip's
+// time the stakers' statuses are judged at.
+func (h *handlers) openStakingPage(q *request, route string, cur any) (has bool, tipTime int64, err error) {
+	if has, err = h.decodeCursor(q, route, cur); err != nil {
+		return false, 0, err
+	}
+	if err = q.p.Err(); err != nil {
+		return false, 0, err
+	}
+	tipTime, err = h.pChainTipTime(q.r.Context())
+	return has, tipTime, err
+}
+
 // encodeCursor makes the next page's token.
 func (h *handlers) encodeCursor(q *request, route string, cur any) string {
 	return h.d.Pager.Encode(route, filterKey(q.r), cur)

@@ -73,17 +73,24 @@ func nodeIDsParam(p *api.Params, name string) []string {
 	return out
 }
 
+// rewardFilters reads the reward listings' addresses and nodeIds, at least
+// one of which is required.
+func (h *handlers) rewardFilters(p *api.Params) (addrs, nodes []string) {
+	addrs = h.addressesParam(p, "addresses")
+	nodes = nodeIDsParam(p, "nodeIds")
+	if strings.Trim(p.String("addresses"), ", ") == "" && strings.Trim(p.String("nodeIds"), ", ") == "" {
+		p.Fail("at least one of addresses or nodeIds is required")
+	}
+	return addrs, nodes
+}
+
 func (h *handlers) listRewards(r *http.Request) (any, error) {
 	q, err := h.begin(r, false)
 	if err != nil {
 		return nil, err
 	}
 	p := q.p
-	addrs := h.addressesParam(p, "addresses")
-	nodes := nodeIDsParam(p, "nodeIds")
-	if strings.Trim(p.String("addresses"), ", ") == "" && strings.Trim(p.String("nodeIds"), ", ") == "" {
-		p.Fail("at least one of addresses or nodeIds is required")
-	}
+	addrs, nodes := h.rewardFilters(p)
 	size := p.PageSize(defaultPageSize, 1, maxPageSize)
 	order := sortOrder(p, "desc")
 	currency := p.Enum("currency", "usd", Currencies...)

@@ -115,18 +115,11 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	vq.minFee, vq.maxFee = optFloat(p, "minFeePercentage", 2, 100), optFloat(p, "maxFeePercentage", 2, 100)
 	vq.minUp, vq.maxUp = optFloat(p, "minUptimePerformance", 0, 100), optFloat(p, "maxUptimePerformance", 0, 100)
 	var cur sortCursor
-	has, err := h.decodeCursor(q, routeValidatorList, &cur)
+	has, tipTime, err := h.openStakingPage(q, routeValidatorList, &cur)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	tipTime, err := h.pChainTipTime(ctx)
-	if err != nil {
-		return nil, err
-	}
 	vq.tipTime = tipTime
 	vq.maxStake = new(big.Int).SetUint64(avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake)
 	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"

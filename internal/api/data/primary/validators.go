@@ -166,18 +166,11 @@ func (h *handlers) listValidatorDetails(r *http.Request) (any, error) {
 	status := p.Enum("validationStatus", "", ValidationStatuses...)
 	order := sortOrder(p, "desc")
 	var cur validatorCursor
-	has, err := h.decodeCursor(q, routeValidators, &cur)
+	has, tipTime, err := h.openStakingPage(q, routeValidators, &cur)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.Err(); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
-	tipTime, err := h.pChainTipTime(ctx)
-	if err != nil {
-		return nil, err
-	}
 
 	args := []any{nodeID}
 	where := `node_id = $1 AND kind <> 'DELEGATOR'`
