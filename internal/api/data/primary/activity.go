@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 )
@@ -75,10 +74,7 @@ func (h *handlers) lastActivity(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p := q.p
-	addrs := h.addressesParam(p, "addresses")
-	if strings.Trim(p.String("addresses"), ", ") == "" {
-		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with P-, X- or C-)", h.d.Network.HRP)
-	}
+	addrs := h.requiredAddresses(p, "P-, X- or C-")
 	if err := p.Err(); err != nil {
 		return nil, err
 	}

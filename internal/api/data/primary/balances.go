@@ -155,10 +155,7 @@ func (h *handlers) getBalances(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p := q.p
-	addrs := h.addressesParam(p, "addresses")
-	if strings.Trim(p.String("addresses"), ", ") == "" {
-		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with P-, X- or C-)", h.d.Network.HRP)
-	}
+	addrs := h.requiredAddresses(p, "P-, X- or C-")
 	at, atGiven := p.OptInt("blockTimestamp", 0)
 	if err := p.Err(); err != nil {
 		return nil, err

@@ -38,6 +38,16 @@ type utxoCursor struct {
 	ID string `json:"id"`
 }
 
+// requiredAddresses reads the required addresses parameter; prefixes names
+// the chain prefixes the route accepts, for the error.
+func (h *handlers) requiredAddresses(p *api.Params, prefixes string) []string {
+	addrs := h.addressesParam(p, "addresses")
+	if strings.Trim(p.String("addresses"), ", ") == "" {
+		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with %s)", h.d.Network.HRP, prefixes)
+	}
+	return addrs
+}
+
 // addressesParam reads a comma list of primary-network addresses of this
 // network, each optionally with a chain prefix (P-, X-, C-), and returns
 // them in their stored form: bech32 without prefix, lower case, deduplicated.
@@ -109,10 +119,7 @@ func (h *handlers) listUTXOsOf(r *http.Request, maxSize int) (any, error) {
 		return nil, err
 	}
 	p := q.p
-	addrs := h.addressesParam(p, "addresses")
-	if strings.Trim(p.String("addresses"), ", ") == "" {
-		p.Fail("addresses is required: a comma-separated list of %s addresses (optionally prefixed with P- or X-)", h.d.Network.HRP)
-	}
+	addrs := h.requiredAddresses(p, "P- or X-")
 	size := p.PageSize(defaultPageSize, 1, maxSize)
 	assetID := p.String("assetId")
 	if assetID != "" {
