@@ -27,13 +27,24 @@ func BackfillEVM(ctx context.Context, db *store.DB, chain string, batch int) (in
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM metrics_evm_buckets WHERE chain_key = $1 LIMIT 1) x`, chain).Scan(&n); err != nil {
 		return 0, fmt.Errorf("metrics %s: backfill: %w", chain, err)
 	}
+	if n > 0 {
+		return 0, nil // the chain has its rollups: the usual start
+	}
+	// The span from the first and last blocks' own rows (block times grow
+	// with the height): primary-key reads, where MIN/MAX(timestamp) would
+	// read every block.
 	var lo, hi, first, tip sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT MIN(number), MAX(number), MIN(timestamp), MAX(timestamp) FROM evm_blocks WHERE chain_key = $1`, chain).
-		Scan(&lo, &hi, &first, &tip); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT MIN(number), MAX(number) FROM evm_blocks WHERE chain_key = $1`, chain).
+		Scan(&lo, &hi); err != nil {
 		return 0, fmt.Errorf("metrics %s: backfill: %w", chain, err)
 	}
-	if n > 0 || !hi.Valid {
+	if !hi.Valid {
 		return 0, nil
+	}
+	if err := db.QueryRowContext(ctx, `SELECT (SELECT timestamp FROM evm_blocks WHERE chain_key = $1 AND number = $2),
+		(SELECT timestamp FROM evm_blocks WHERE chain_key = $1 AND number = $3)`, chain, lo.Int64, hi.Int64).
+		Scan(&first, &tip); err != nil {
+		return 0, fmt.Errorf("metrics %s: backfill: %w", chain, err)
 	}
 	// One transaction: an interrupted backfill leaves no rows, so the next
 	// start backfills again (a partial one would look complete).
