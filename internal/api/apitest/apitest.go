@@ -211,6 +211,43 @@ func ServeUnvalidated(t testing.TB, h http.Handler, method, target string) (int,
 	return w.Code, body
 }
 
+// Send sends method url to a running server with c, the body as JSON when
+// it is not nil and the key in header keyHeader when key is not "", checks
+// an error answer's ErrorBody as ServeUnvalidated does, and returns the
+// status, body and headers (the schema check is the caller's).
+func Send(t testing.TB, c *http.Client, method, url string, body []byte, keyHeader, key string) (int, []byte, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set(keyHeader, key)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode >= 400 {
+		if err := CheckErrorBody(resp.StatusCode, b); err != nil {
+			t.Errorf("%s %s: %v", method, url, err)
+		}
+	}
+	return resp.StatusCode, b, resp.Header
+}
+
 // CheckErrorBody checks an ErrorBody: message (string or array of strings),
 // statusCode equal to status, error the reason phrase.
 func CheckErrorBody(status int, body []byte) error {

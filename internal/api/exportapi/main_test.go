@@ -89,40 +89,13 @@ func forEachBackend(t *testing.T, cfg export.Config, body func(t *testing.T, e *
 // and a JSON body against the OpenAPI document, and returns status and body.
 func (e *env) do(t testing.TB, method, path, key string, body []byte) (int, []byte, http.Header) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("x-data-api-key", key)
-	}
-	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode >= 400 {
-		if err := apitest.CheckErrorBody(resp.StatusCode, b); err != nil {
-			t.Errorf("%s %s: %v", method, path, err)
-		}
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") && !strings.Contains(path, "/download") {
-		if err := e.oapi.CheckResponse(method, strings.SplitN(path, "?", 2)[0], resp.StatusCode, b); err != nil {
+	code, b, h := apitest.Send(t, e.srv.Client(), method, e.srv.URL+path, body, "x-data-api-key", key)
+	if strings.HasPrefix(h.Get("Content-Type"), "application/json") && !strings.Contains(path, "/download") {
+		if err := e.oapi.CheckResponse(method, strings.SplitN(path, "?", 2)[0], code, b); err != nil {
 			t.Errorf("%v\nbody: %s", err, b)
 		}
 	}
-	return resp.StatusCode, b, resp.Header
+	return code, b, h
 }
 
 // create posts an export request and requires a 201.

@@ -1,12 +1,10 @@
 package webhooks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -125,46 +123,22 @@ func forEachBackend(t *testing.T, policy webhooks.URLPolicy, body func(t *testin
 // and body.
 func (e *env) do(t testing.TB, method, path, key string, body any) (int, []byte) {
 	t.Helper()
-	var rd io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
 	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
 			t.Fatal(err)
 		}
-		rd = bytes.NewReader(raw)
 	}
-	req, err := http.NewRequest(method, e.srv.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("x-glacier-api-key", key)
-	}
-	resp, err := e.srv.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode >= 400 {
-		if err := apitest.CheckErrorBody(resp.StatusCode, b); err != nil {
-			t.Errorf("%s %s: %v", method, path, err)
-		}
-	}
-	if err := e.oapi.CheckResponse(method, strings.SplitN(path, "?", 2)[0], resp.StatusCode, b); err != nil {
+	code, b, _ := apitest.Send(t, e.srv.Client(), method, e.srv.URL+path, raw, "x-glacier-api-key", key)
+	if err := e.oapi.CheckResponse(method, strings.SplitN(path, "?", 2)[0], code, b); err != nil {
 		t.Errorf("%s %s: %v\nbody: %s", method, path, err, b)
 	}
-	return resp.StatusCode, b
+	return code, b
 }
 
 // ok requires status want and decodes the body into out.
