@@ -40,6 +40,12 @@ func generatedSpanning(seed int64) (*evm.Generator, []ingest.RawBlock) {
 // each in its own transaction with one Flush, as the pipeline does.
 func applyBlocks(t *testing.T, db *store.DB, ix ingest.Indexer, blocks []ingest.RawBlock, sizes ...int) {
 	t.Helper()
+	applyChainBlocks(t, db, "C", ix, blocks, sizes...)
+}
+
+// applyChainBlocks is applyBlocks for the chain of key chain.
+func applyChainBlocks(t *testing.T, db *store.DB, chain string, ix ingest.Indexer, blocks []ingest.RawBlock, sizes ...int) {
+	t.Helper()
 	ctx := context.Background()
 	for i, k := 0, 0; i < len(blocks); k++ {
 		n := sizes[k%len(sizes)]
@@ -48,8 +54,8 @@ func applyBlocks(t *testing.T, db *store.DB, ix ingest.Indexer, blocks []ingest.
 			t.Fatal(err)
 		}
 		for _, b := range blocks[i:min(i+n, len(blocks))] {
-			if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ('C',$1,$2,$3,$4)`,
-				int64(b.Height), b.Hash, b.Timestamp, b.Bytes); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1,$2,$3,$4,$5)`,
+				chain, int64(b.Height), b.Hash, b.Timestamp, b.Bytes); err != nil {
 				t.Fatal(err)
 			}
 			if err := ix.Apply(ctx, tx, b); err != nil {
@@ -70,18 +76,23 @@ func applyBlocks(t *testing.T, db *store.DB, ix ingest.Indexer, blocks []ingest.
 // its lastRun clock stopped at clock.
 func newEVMRollup(t *testing.T, g *evm.Generator, clock time.Time) ingest.Indexer {
 	t.Helper()
-	inner, err := evm.NewIndexer(evm.Config{ChainKey: "C", GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return newChainRollup(t, "C", g, clock)
+}
+
+// newChainRollup is newEVMRollup for the chain of key chain.
+func newChainRollup(t *testing.T, chain string, g *evm.Generator, clock time.Time) ingest.Indexer {
+	t.Helper()
+	inner, err := evm.NewIndexer(evm.Config{ChainKey: chain, GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return WithRollup("C", KindEVM, inner, WithClock(func() time.Time { return clock }))
+	return WithRollup(chain, KindEVM, inner, WithClock(func() time.Time { return clock }))
 }
 
-// Every metric at every interval over months of generated blocks (written
-// in uneven batches) equals its recomputation from the blocks' JSON, and
-// reindex rebuilds the same rollup rows.
-func TestEVMMetricsGeneratedChain(t *testing.T) {
-	g, blocks := generatedSpanning(21)
+// oracleOf parses generated blocks (their JSON, as a node would answer) for
+// the metrics oracle.
+func oracleOf(t *testing.T, blocks []ingest.RawBlock) chainmetrics.Oracle {
+	t.Helper()
 	var o chainmetrics.Oracle
 	for _, b := range blocks {
 		var raw struct {
@@ -97,6 +108,15 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 		}
 		o.Blocks = append(o.Blocks, ob)
 	}
+	return o
+}
+
+// Every metric at every interval over months of generated blocks (written
+// in uneven batches) equals its recomputation from the blocks' JSON, and
+// reindex rebuilds the same rollup rows.
+func TestEVMMetricsGeneratedChain(t *testing.T) {
+	g, blocks := generatedSpanning(21)
+	o := oracleOf(t, blocks)
 	first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
@@ -107,7 +127,7 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 				var got []Point
 				lo, from := iv.Floor(first), iv.Floor(tip)
 				for {
-					pts, next, more, err := EVMPage(ctx, db, "C", metric, iv, lo, from, MaxPoints)
+					pts, next, more, err := EVMPage(ctx, db, []string{"C"}, metric, iv, lo, from, MaxPoints)
 					if err != nil {
 						t.Fatal(err)
 					}

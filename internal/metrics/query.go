@@ -19,16 +19,38 @@ type ChainSpan struct {
 }
 
 // LoadSpan reads a chain's span; ok is false before its first block is indexed.
-func LoadSpan(ctx context.Context, db *store.DB, chain string) (span ChainSpan, ok bool, err error) {
-	err = db.QueryRowContext(ctx, `SELECT first_time, tip_time, tip_height, updated_at FROM metrics_chains WHERE chain_key = $1`, chain).
+// Several chains (an aggregate) span from the oldest first block to the
+// newest tip of any of them; ok is false while none has a block.
+func LoadSpan(ctx context.Context, db *store.DB, chains ...string) (span ChainSpan, ok bool, err error) {
+	if len(chains) != 1 {
+		return loadSpans(ctx, db, chains)
+	}
+	err = db.QueryRowContext(ctx, `SELECT first_time, tip_time, tip_height, updated_at FROM metrics_chains WHERE chain_key = $1`, chains[0]).
 		Scan(&span.FirstTime, &span.TipTime, &span.TipHeight, &span.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ChainSpan{}, false, nil
 	}
 	if err != nil {
-		return ChainSpan{}, false, fmt.Errorf("metrics: read span of %s: %w", chain, err)
+		return ChainSpan{}, false, fmt.Errorf("metrics: read span of %s: %w", chains[0], err)
 	}
 	return span, true, nil
+}
+
+func loadSpans(ctx context.Context, db *store.DB, chains []string) (span ChainSpan, ok bool, err error) {
+	if len(chains) == 0 {
+		return ChainSpan{}, false, nil
+	}
+	in, args := chainsIn(chains, 1)
+	var first, tip, height, updated sql.NullInt64
+	err = db.QueryRowContext(ctx, `SELECT MIN(first_time), MAX(tip_time), MAX(tip_height), MAX(updated_at) FROM metrics_chains WHERE `+in, args...).
+		Scan(&first, &tip, &height, &updated)
+	if err != nil {
+		return ChainSpan{}, false, fmt.Errorf("metrics: read span of %v: %w", chains, err)
+	}
+	if !first.Valid {
+		return ChainSpan{}, false, nil
+	}
+	return ChainSpan{FirstTime: first.Int64, TipTime: tip.Int64, TipHeight: height.Int64, UpdatedAt: updated.Int64}, true, nil
 }
 
 // Point is one value of a series at the start of its interval.

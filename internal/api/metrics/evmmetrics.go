@@ -57,15 +57,16 @@ func (h *handlers) evmMetrics(r *http.Request) (any, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	chain, err := h.v2Chain(r.PathValue("chainId"))
+	key, keys, err := h.metricChains(r.PathValue("chainId"))
 	if err != nil {
 		return nil, err
 	}
-	if err := h.continueSeries(ctx, p, RouteEVMMetrics, &q, chain.Key, metric); err != nil {
+	if err := h.continueSeries(ctx, p, RouteEVMMetrics, &q, key, metric); err != nil {
 		return nil, err
 	}
+	q.keys = keys
 	pts, tok, _, err := h.seriesPage(ctx, RouteEVMMetrics, q, func(_ rollup.ChainSpan, lo, from int64) ([]rollup.Point, int64, bool, error) {
-		return rollup.EVMPage(ctx, h.d.DB, chain.Key, metric, q.Iv, lo, from, q.Size)
+		return rollup.EVMPage(ctx, h.d.DB, keys, metric, q.Iv, lo, from, q.Size)
 	})
 	if err != nil {
 		return nil, err
@@ -87,21 +88,21 @@ func (h *handlers) rollingMetrics(r *http.Request) (any, error) {
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	chain, err := h.v2Chain(r.PathValue("chainId"))
+	key, keys, err := h.metricChains(r.PathValue("chainId"))
 	if err != nil {
 		return nil, err
 	}
 	resp := &RollingWindowResponse{}
-	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, chain.Key)
+	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, keys...)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return resp, nil
 	}
-	vals, err := rollup.EVMRolling(ctx, h.d.DB, chain.Key, metric, span.FirstTime, span.TipTime)
+	vals, err := rollup.EVMRolling(ctx, h.d.DB, keys, metric, span.FirstTime, span.TipTime)
 	if err != nil {
-		return nil, fmt.Errorf("rolling %s of %s: %w", metric, chain.Key, err)
+		return nil, fmt.Errorf("rolling %s of %s: %w", metric, key, err)
 	}
 	res := &resp.Result
 	for name, dst := range map[string]**float64{

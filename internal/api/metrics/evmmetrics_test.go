@@ -174,6 +174,14 @@ func TestEVMMetricsMatchRecording(t *testing.T) {
 				}
 				q := url.Values{"timeInterval": {"hour"}, "startTimestamp": {fmt.Sprint(block1)}, "pageSize": {"1"}}
 				samePoints(t, m+" one per page", s.walkMetric(t, "c-chain", m, q), o.series(m, "hour", block1))
+				// The aggregates over this network's chains (devnet-a indexes
+				// one EVM chain, a test network's), paged; the other
+				// network's aggregate has no chain, hence no point.
+				q = url.Values{"timeInterval": {"day"}, "startTimestamp": {fmt.Sprint(block1 - 3*86400)}, "pageSize": {"2"}}
+				for _, agg := range []string{"total", "testnet"} {
+					samePoints(t, m+" "+agg, s.walkMetric(t, agg, m, q), o.series(m, "day", block1-3*86400))
+				}
+				samePoints(t, m+" mainnet", s.walkMetric(t, "mainnet", m, q), []metrics.Point{})
 			}
 			for _, m := range chainmetrics.ChainMetrics {
 				if !nonzero[m] {
@@ -202,10 +210,6 @@ func TestRollingWindowsMatchRecording(t *testing.T) {
 				{"lastYear", step("day", day, -364)}, {"allTime", first},
 			}
 			for _, m := range chainmetrics.RollingMetrics {
-				var r struct {
-					Result map[string]float64 `json:"result"`
-				}
-				s.v2(t, "/v2/chains/88888/rollingWindowMetrics/"+m, &r)
 				want := map[string]float64{}
 				for i, w := range windows {
 					if (m == "activeAddresses" || m == "activeSenders") && i >= 3 {
@@ -213,8 +217,17 @@ func TestRollingWindowsMatchRecording(t *testing.T) {
 					}
 					want[w.name] = o.Window(m, w.from, tip+1)
 				}
-				if fmt.Sprint(r.Result) != fmt.Sprint(want) {
-					t.Errorf("%s: %v, want %v", m, r.Result, want)
+				// The aggregates of this network's chains (the one EVM chain
+				// of devnet-a, a test network) answer the same; mainnet's has
+				// no chain, hence no window.
+				for chain, want := range map[string]map[string]float64{"88888": want, "total": want, "testnet": want, "mainnet": {}} {
+					var r struct {
+						Result map[string]float64 `json:"result"`
+					}
+					s.v2(t, "/v2/chains/"+chain+"/rollingWindowMetrics/"+m, &r)
+					if fmt.Sprint(r.Result) != fmt.Sprint(want) {
+						t.Errorf("%s %s: %v, want %v", chain, m, r.Result, want)
+					}
 				}
 			}
 		})
@@ -332,10 +345,13 @@ func TestV2MetricsErrors(t *testing.T) {
 		{"/v2/chains/88888/metrics/txCount?timeInterval=day&pageToken=" + first.NextPageToken, 400, "timeInterval differs"},
 		{"/v2/chains/88888/metrics/txCount?pageSize=0&timeInterval=x", 400, "pageSize"},
 		{"/v2/chains/12345/metrics/txCount", 404, "not indexed"},
-		{"/v2/chains/total/metrics/txCount", 404, "aggregates"},
+		{"/v2/chains/total/metrics/txCount?pageToken=" + first.NextPageToken, 400, "chainId differs"},
+		{"/v2/chains/total/metrics/txcount", 400, "metric must be one of"},
 		{"/v2/chains/12345/rollingWindowMetrics/txCount", 404, "not indexed"},
 		{"/v2/chains/12345", 404, "not indexed"},
-		{"/v2/chains/mainnet", 404, "aggregates"},
+		{"/v2/chains/mainnet", 404, "aggregate"},
+		{"/v2/chains/total", 404, "aggregate"},
+		{"/v2/chains/testnet/contracts/0x0000000000000000000000000000000000000001/balances?threshold=1", 404, "aggregate"},
 		{"/v2/chains?network=devnet", 400, "network must be one of"},
 		{"/v2/chains?pageToken=" + first.NextPageToken, 400, "another endpoint"},
 	}

@@ -47,8 +47,9 @@ type seriesQuery struct {
 	seriesCursor
 	Size     int
 	Iv       rollup.Interval
-	found    bool // continues a page token
-	interval bool // timeInterval was given
+	found    bool     // continues a page token
+	interval bool     // timeInterval was given
+	keys     []string // the chains an aggregate series folds (nil: Chain alone)
 }
 
 // readSeries reads timeInterval (default defIv), startTimestamp,
@@ -135,7 +136,11 @@ type pageFunc func(span rollup.ChainSpan, lo, from int64) (pts []rollup.Point, n
 // (zero before its first block).
 func (h *handlers) seriesPage(ctx context.Context, route string, q seriesQuery, page pageFunc) (pts []Point, token string, span rollup.ChainSpan, err error) {
 	pts = []Point{}
-	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, q.Chain)
+	keys := q.keys
+	if keys == nil {
+		keys = []string{q.Chain}
+	}
+	span, ok, err := rollup.LoadSpan(ctx, h.d.DB, keys...)
 	if err != nil || !ok {
 		return pts, "", span, err
 	}
@@ -162,11 +167,37 @@ func handleV2(mux *api.Mux, route string, w api.Weight, h api.Handler) {
 
 // v2Chain resolves a v2 chainId to an indexed EVM chain (an EVM chain id, or
 // a blockchain id, or c-chain). The document's aggregates (total, mainnet,
-// testnet) are not served: they are a 404 saying so.
+// testnet) are served by the chain metrics routes only (metricChains).
 func (h *handlers) v2Chain(id string) (api.ChainRef, error) {
-	switch id {
-	case "total", "mainnet", "testnet":
-		return api.ChainRef{}, api.NotFound("chainId %s: aggregates over chains are not served by this index; ask per chain (GET /v2/chains lists them)", id)
+	if isAggregate(id) {
+		return api.ChainRef{}, api.NotFound("chainId %s: an aggregate over chains is served by /v2/chains/{chainId}/metrics and /rollingWindowMetrics only; ask per chain (GET /v2/chains lists them)", id)
 	}
 	return h.d.Network.EVMChain(id)
+}
+
+// isAggregate says whether a v2 chainId is one of the document's aggregate
+// chain ids.
+func isAggregate(id string) bool { return id == "total" || id == "mainnet" || id == "testnet" }
+
+// metricChains resolves the chainId of the chain metrics routes: one chain
+// (key its chain key), or an aggregate (key the id itself): total = every
+// indexed EVM chain, mainnet or testnet = those of that network. This index
+// follows one network, so the other network's aggregate has no chain and
+// answers as a chain without blocks (no points). How each metric folds over
+// chains: docs/metrics.md.
+func (h *handlers) metricChains(id string) (key string, keys []string, err error) {
+	if !isAggregate(id) {
+		c, err := h.d.Network.EVMChain(id)
+		if err != nil {
+			return "", nil, err
+		}
+		return c.Key, []string{c.Key}, nil
+	}
+	keys = []string{}
+	if id == "total" || id == h.networkType() {
+		for _, c := range h.d.Network.EVMChains() {
+			keys = append(keys, c.Key)
+		}
+	}
+	return id, keys, nil
 }
