@@ -36,54 +36,59 @@ func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, 
 // tokens; ercType says which) whose balance was >= threshold after some
 // block in (startBlock, endBlock] or at startBlock (the range's opening
 // balance), ordered by their balance after endBlock descending, then
-// address. It reads the EVM indexer's balance history: one query, the
-// token's holders (by the balances' token index) joined with their history
-// up to endBlock.
+// address.
+//
+// It reads the token's holders in one index range of evm_token_balances,
+// only those whose largest balance ever (max_balance, kept by the EVM
+// indexer) reached the threshold: no one else can have held it in any range.
+// A holder's balance after endBlock is its current one when it has not
+// changed since (no history read), else one primary-key seek of its
+// balance history. Such a balance at or above the threshold, or a range
+// holding the holder's whole history (its maximum is in it), decides; only
+// the remaining holders' opening balance and range are read (heldInRange).
 func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, threshold *big.Int, startBlock, endBlock int64) ([]HeldBalance, error) {
-	// Per holder of the token (an index range): its balance after endBlock
-	// and after startBlock (primary-key seeks of its history), and whether
-	// some balance of the range reached the threshold, compared as stored
-	// decimals (a longer number is larger; equal lengths compare as text;
-	// a negative balance, from a token whose logs lie, holds nothing), which
-	// stops at the first such row. Placeholders are numbered in order of
-	// first use, as the store requires.
-	const hist = `FROM evm_token_balance_history h WHERE h.chain_key = b.chain_key AND h.holder = b.holder
-		AND h.erc_type = b.erc_type AND h.token = b.token AND h.token_id = b.token_id`
 	thr := threshold.String()
-	rows, err := db.QueryContext(ctx, `SELECT b.holder,
-		(SELECT h.balance `+hist+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1),
-		(SELECT h.balance `+hist+` AND h.block_number <= $2 ORDER BY h.block_number DESC LIMIT 1),
-		EXISTS (SELECT 1 `+hist+` AND h.block_number > $2 AND h.block_number <= $1 AND h.balance NOT LIKE '-%'
-			AND (LENGTH(h.balance) > $3 OR (LENGTH(h.balance) = $3 AND h.balance >= $4)))
+	// Stored decimals compare without parsing: a longer number is larger,
+	// equal lengths compare as text; a negative balance (a token whose logs
+	// lie) holds nothing. Placeholders are numbered in order of first use,
+	// as the store requires.
+	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, CASE WHEN b.block_number <= $1 THEN b.balance
+		ELSE (SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1) END
 		FROM evm_token_balances b
-		WHERE b.chain_key = $5 AND b.token = $6 AND b.erc_type = $7 AND b.token_id = ''`,
-		endBlock, startBlock, len(thr), thr, chain, store.Hex(token), ercType)
+		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = ''
+		AND (LENGTH(b.max_balance) > $5 OR (LENGTH(b.max_balance) = $5 AND b.max_balance >= $6))`,
+		endBlock, chain, store.Hex(token), ercType, len(thr), thr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 	}
 	defer rows.Close()
-	atLeast := func(v string) bool {
-		return !strings.HasPrefix(v, "-") && (len(v) > len(thr) || (len(v) == len(thr) && v >= thr))
-	}
 	var out []HeldBalance
+	undecided := map[string]*big.Int{} // holder -> balance after endBlock
 	for rows.Next() {
 		var holder string
-		var latest, opening sql.NullString
-		var held bool
-		if err := rows.Scan(store.ScanHex(&holder), &latest, &opening, &held); err != nil {
-			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		var changed int64
+		var latest sql.NullString
+		if err := rows.Scan(store.ScanHex(&holder), &changed, &latest); err != nil {
+			return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 		}
-		if !latest.Valid || !(held || (opening.Valid && atLeast(opening.String))) {
-			continue
+		if !latest.Valid {
+			continue // no balance yet after endBlock
 		}
 		v, ok := new(big.Int).SetString(latest.String, 10)
 		if !ok {
 			return nil, fmt.Errorf("metrics: stored balance of %s in %s is %q", holder, token, latest.String)
 		}
-		out = append(out, HeldBalance{Address: holder, Balance: v})
+		if atLeast(latest.String, thr) || (startBlock < 0 && changed <= endBlock) {
+			out = append(out, HeldBalance{Address: holder, Balance: v})
+			continue
+		}
+		undecided[holder] = v
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
+	}
+	if out, err = heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, undecided, out); err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if c := out[i].Balance.Cmp(out[j].Balance); c != 0 {
@@ -91,5 +96,70 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 		}
 		return out[i].Address < out[j].Address
 	})
+	return out, nil
+}
+
+// atLeast compares a stored decimal balance with a threshold's decimal
+// without parsing: a longer number is larger, equal lengths compare as text;
+// a negative balance (a token whose logs lie) holds nothing.
+func atLeast(v, thr string) bool {
+	return !strings.HasPrefix(v, "-") && (len(v) > len(thr) || (len(v) == len(thr) && v >= thr))
+}
+
+// holderHistory is the balance history of the evm_token_balances row b.
+const holderHistory = `FROM evm_token_balance_history h WHERE h.chain_key = b.chain_key AND h.holder = b.holder
+		AND h.erc_type = b.erc_type AND h.token = b.token AND h.token_id = b.token_id`
+
+// heldInRange appends to out the holders of undecided (with their balance
+// after endBlock) whose opening balance (after startBlock) or a balance
+// after a block of (startBlock, endBlock] reached thr: their rows by primary
+// key, a few hundred a statement, each a seek and an EXISTS that stops at
+// the first such block.
+func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]*big.Int, out []HeldBalance) ([]HeldBalance, error) {
+	holders := make([]string, 0, len(undecided))
+	for h := range undecided {
+		holders = append(holders, h)
+	}
+	sort.Strings(holders)
+	const perStatement = 500
+	for len(holders) > 0 {
+		chunk := holders[:min(perStatement, len(holders))]
+		holders = holders[len(chunk):]
+		args := []any{startBlock, endBlock, len(thr), thr, chain, store.Hex(token), ercType}
+		var in strings.Builder
+		for i, h := range chunk {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			in.WriteString(ph(len(args) + 1))
+			args = append(args, store.Hex(h))
+		}
+		rows, err := db.QueryContext(ctx, `SELECT b.holder,
+			(SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1),
+			EXISTS (SELECT 1 `+holderHistory+` AND h.block_number > $1 AND h.block_number <= $2 AND h.balance NOT LIKE '-%'
+				AND (LENGTH(h.balance) > $3 OR (LENGTH(h.balance) = $3 AND h.balance >= $4)))
+			FROM evm_token_balances b
+			WHERE b.chain_key = $5 AND b.token = $6 AND b.erc_type = $7 AND b.token_id = '' AND b.holder IN (`+in.String()+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		}
+		for rows.Next() {
+			var holder string
+			var opening sql.NullString
+			var held bool
+			if err := rows.Scan(store.ScanHex(&holder), &opening, &held); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+			}
+			if held || (opening.Valid && atLeast(opening.String, thr)) {
+				out = append(out, HeldBalance{Address: holder, Balance: undecided[holder]})
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		}
+	}
 	return out, nil
 }

@@ -278,10 +278,14 @@ const cases = {
     { chainId: facts.chainId, metric: "avgTps", timeInterval: "month", startTimestamp: 1, endTimestamp: 4102444800 },
     { chainId: "12345", metric: "txCount", expect: "error" },
     { chainId: facts.chainId, metric: "txCount", startTimestamp: 20, endTimestamp: 10, expect: "error" },
+    // The document's aggregate chain ids (docs/metrics.md).
+    ...["total", "testnet", "mainnet"].map((chainId) => ({ chainId, metric: "activeAddresses", pageSize: 2 })),
+    { chainId: "total", metric: "cumulativeAddresses", timeInterval: "hour", pageSize: 3 },
   ],
   metricsChainsGetRollingWindowMetrics: [
     ...["gasUsed", "txCount", "avgGps", "maxGps", "avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid"]
       .map((metric) => ({ chainId: facts.chainId, metric })),
+    ...["total", "testnet", "mainnet"].map((chainId) => ({ chainId, metric: "maxTps" })),
     { chainId: "12345", metric: "txCount", expect: "error" },
   ],
   metricsChainsListTokenHoldersAboveThreshold: [

@@ -55,9 +55,15 @@ var (
 			" WHERE excluded.owner <> ''")
 	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
 		cText("token_id"), bInt("block_number"), cBlob("owner")}, "")
+	// max_balance (migration 0122) keeps the largest of the stored maximum and
+	// the batch's (decimals: the longer is larger, equal lengths compare as
+	// text; '' below every balance), for the Metrics API's token holders.
 	insTokenBal = newInsert("evm_token_balances", []column{bText("chain_key"), cBlob("holder"),
-		cText("erc_type"), cBlob("token"), cText("token_id"), cText("balance"), cInt("block_number")},
-		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
+		cText("erc_type"), cBlob("token"), cText("token_id"), cText("balance"), cInt("block_number"), cText("max_balance")},
+		"ON CONFLICT (chain_key, holder, erc_type, token, token_id) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number,"+
+			" max_balance = CASE WHEN LENGTH(excluded.max_balance) > LENGTH(evm_token_balances.max_balance)"+
+			" OR (LENGTH(excluded.max_balance) = LENGTH(evm_token_balances.max_balance) AND excluded.max_balance > evm_token_balances.max_balance)"+
+			" THEN excluded.max_balance ELSE evm_token_balances.max_balance END")
 	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
 		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
@@ -251,6 +257,7 @@ const maxCached = 1 << 18
 type dirtyBalance struct {
 	bal   *big.Int
 	block int64
+	max   string // tokens: the largest non-negative balance after a block of the batch, decimal ('' none)
 }
 
 // dropCaches forgets everything cached about the tables, and the balances
@@ -837,7 +844,7 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 		w.log.Warn("computed native balance is negative", "block", num, "address", w.addr(a), "balance", bal.String())
 	}
 	w.natHist.args = append(w.natHist.args, w.raw(a), decimal(bal))
-	w.dirtyN[a] = dirtyBalance{bal, num}
+	w.dirtyN[a] = dirtyBalance{bal: bal, block: num}
 }
 
 func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
@@ -846,8 +853,15 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 		w.log.Warn("computed token balance is negative", "block", num, "holder", w.addr(k.holder),
 			"token", w.addr(k.token), "type", k.typ.String(), "id", k.id, "balance", bal.String())
 	}
-	w.tokHist.args = append(w.tokHist.args, w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id, decimal(bal))
-	w.dirtyT[k] = dirtyBalance{bal, num}
+	dec := decimal(bal)
+	w.tokHist.args = append(w.tokHist.args, w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id, dec)
+	// The batch's maximum as the decimal already made for the history row
+	// (bal is updated in place by later blocks).
+	m := w.dirtyT[k].max
+	if bal.Sign() >= 0 && (len(dec) > len(m) || (len(dec) == len(m) && dec > m)) {
+		m = dec
+	}
+	w.dirtyT[k] = dirtyBalance{bal, num, m}
 }
 
 // current is k's current balance if known without a read (cached, or changed
@@ -903,7 +917,7 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	})
 	for i := range tok {
 		r := &tok[i]
-		w.tokBal.args = append(w.tokBal.args, r.k.holder[:], r.k.typ.String(), r.k.token[:], r.k.id, decimal(r.bal.bal), r.bal.block)
+		w.tokBal.args = append(w.tokBal.args, r.k.holder[:], r.k.typ.String(), r.k.token[:], r.k.id, decimal(r.bal.bal), r.bal.block, r.bal.max)
 	}
 	clear(w.dirtyN)
 	clear(w.dirtyT)
