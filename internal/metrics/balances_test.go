@@ -113,7 +113,7 @@ func maxBalances(t *testing.T, db *store.DB) map[string]string {
 }
 
 // maxFromHistory recomputes max_balance from every balance-history row: the
-// largest non-negative balance per key ('' when none), compared as numbers.
+// largest non-negative balance per key (” when none), compared as numbers.
 func maxFromHistory(t *testing.T, db *store.DB) map[string]string {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), `SELECT holder, erc_type, token, token_id, balance FROM evm_token_balance_history WHERE chain_key = 'C'`)
