@@ -19,17 +19,20 @@ type HeldBalance struct {
 	Balance *big.Int // at the end of the range
 }
 
-// BlockAt is the newest block of chain with time <= ts (-1 when none).
+// BlockAt is the newest block of chain with time <= ts (-1 when none): the
+// last entry of the time index up to ts, one seek (block times never
+// decrease along the chain; MAX(number) read every earlier block's entry).
 func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, error) {
-	var n sql.NullInt64
-	err := db.QueryRowContext(ctx, `SELECT MAX(number) FROM evm_blocks WHERE chain_key = $1 AND timestamp <= $2`, chain, ts).Scan(&n)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("metrics: block at %d: %w", ts, err)
-	}
-	if !n.Valid {
+	var n int64
+	err := db.QueryRowContext(ctx, `SELECT number FROM evm_blocks WHERE chain_key = $1 AND timestamp <= $2
+		ORDER BY timestamp DESC, number DESC LIMIT 1`, chain, ts).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
 		return -1, nil
 	}
-	return n.Int64, nil
+	if err != nil {
+		return 0, fmt.Errorf("metrics: block at %d: %w", ts, err)
+	}
+	return n, nil
 }
 
 // HeldAbove lists the holders of token (an ERC-20, or an ERC-721 counted in
@@ -38,7 +41,8 @@ func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, 
 // balance), ordered by their balance after endBlock descending, then
 // address.
 //
-// It reads the token's holders in one index range of evm_token_balances,
+// It reads the token's holders in one index range of evm_token_balances
+// (named for SQLite, which would rather walk the chain's every balance),
 // only those whose largest balance ever (max_balance, kept by the EVM
 // indexer) reached the threshold: no one else can have held it in any range.
 // A holder's balance after endBlock is its current one when it has not
@@ -54,7 +58,7 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 	// as the store requires.
 	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, CASE WHEN b.block_number <= $1 THEN b.balance
 		ELSE (SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1) END
-		FROM evm_token_balances b
+		FROM evm_token_balances b`+db.IndexedBy("evm_token_balances_token")+`
 		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = ''
 		AND (LENGTH(b.max_balance) > $5 OR (LENGTH(b.max_balance) = $5 AND b.max_balance >= $6))`,
 		endBlock, chain, store.Hex(token), ercType, len(thr), thr)

@@ -171,6 +171,17 @@ func redact(dsn string) string {
 // Dialect reports the backend.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
+// IndexedBy is " INDEXED BY index" on SQLite, "" on PostgreSQL: it pins
+// SQLite, which plans without statistics, to an index where it would rather
+// walk a table's primary key (PostgreSQL plans from its statistics and has
+// no such clause). A renamed index fails the query loudly.
+func (db *DB) IndexedBy(index string) string {
+	if db.dialect == SQLite {
+		return " INDEXED BY " + index
+	}
+	return ""
+}
+
 // String describes the database without secrets.
 func (db *DB) String() string { return redact(db.dsn) }
 
