@@ -366,6 +366,14 @@ func Scenarios(m *Manifest) []Scenario {
 			return "/v2/chains/" + m.EVMChainID + "/rollingWindowMetrics/" + oneOf(r, "gasUsed", "txCount", "avgGps", "maxGps",
 				"avgTps", "maxTps", "avgGasPrice", "maxGasPrice", "feesPaid", "contracts", "deployers", "activeAddresses", "activeSenders")
 		}),
+		// The document's aggregate chain ids over the indexed chains (#21).
+		list("metrics.aggregates", func(r *rand.Rand) string {
+			if r.Intn(3) == 0 {
+				return "/v2/chains/" + oneOf(r, "total", "testnet") + "/rollingWindowMetrics/" + oneOf(r, "txCount", "maxTps", "activeAddresses", "deployers")
+			}
+			return "/v2/chains/" + oneOf(r, "total", "testnet") + "/metrics/" + oneOf(r, "txCount", "activeAddresses", "cumulativeAddresses", "avgTps", "maxGasPrice") +
+				q("timeInterval", oneOf(r, "hour", "day", "week"), "pageSize", pageSize(r, "10", "100", "2160"))
+		}),
 		get("metrics.chains", func(r *rand.Rand) string {
 			return oneOf(r, "/v2/chains", "/v2/chains/"+m.EVMChainID, "/v2/chains?network="+oneOf(r, "testnet", "mainnet"))
 		}),
