@@ -310,7 +310,8 @@ func distinctWindows(metric string) int {
 // indexed block of chains (tipTime, unix seconds), and over all time from
 // firstTime. Windows a metric has no value for are absent. Over several
 // chains the windows end at the newest block of any of them, and the
-// distinct-address metrics count each address once across the chains.
+// distinct-address metrics count each address once across the chains; over
+// none (an aggregate without chains) every window is 0.
 func EVMRolling(ctx context.Context, db *store.DB, chains []string, metric string, firstTime, tipTime int64) (map[string]float64, error) {
 	out := map[string]float64{}
 	byKind := map[Interval][]EVMBucket{}
@@ -382,7 +383,7 @@ func windowValue(ctx context.Context, db *store.DB, chains []string, metric stri
 		t.CumDeployers = b.CumDeployers
 	}
 	role, _ := distinctRole(metric)
-	if role == 0 || (len(rows) <= 1 && len(chains) == 1) {
+	if role == 0 || len(chains) == 0 || (len(rows) <= 1 && len(chains) == 1) {
 		return EVMValue(metric, &t, start, &t), nil
 	}
 	var n int64

@@ -97,9 +97,10 @@ func (h *handlers) rollingMetrics(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return resp, nil
+	if !ok && len(keys) > 0 {
+		return resp, nil // no block yet
 	}
+	// An aggregate of no chain (the other network's) is 0 in every window.
 	vals, err := rollup.EVMRolling(ctx, h.d.DB, keys, metric, span.FirstTime, span.TipTime)
 	if err != nil {
 		return nil, fmt.Errorf("rolling %s of %s: %w", metric, key, err)
