@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"container/heap"
 	"context"
 	"database/sql"
 	"errors"
@@ -35,72 +36,213 @@ func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, 
 	return n, nil
 }
 
-// HeldAbove lists the holders of token (an ERC-20, or an ERC-721 counted in
+// HeldAbove pages the holders of token (an ERC-20, or an ERC-721 counted in
 // tokens; ercType says which) whose balance was >= threshold after some
 // block in (startBlock, endBlock] or at startBlock (the range's opening
 // balance), ordered by their balance after endBlock descending, then
-// address.
+// address: up to n of them after the holder after (nil: from the first);
+// more says whether others follow.
 //
 // It reads the token's holders in one index range of evm_token_balances
 // (named for SQLite, which would rather walk the chain's every balance),
 // only those whose largest balance ever (max_balance, kept by the EVM
 // indexer) reached the threshold: no one else can have held it in any range.
-// A holder's balance after endBlock is its current one when it has not
-// changed since (no history read), else one primary-key seek of its
-// balance history. Such a balance at or above the threshold, or a range
-// holding the holder's whole history (its maximum is in it), decides; only
-// the remaining holders' opening balance and range are read (heldInRange).
-func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, threshold *big.Int, startBlock, endBlock int64) ([]HeldBalance, error) {
+// They are then taken in order of that maximum, which bounds their balance
+// at any time: once n+1 holders of the page are found, a holder whose
+// maximum is below the last of them cannot be on it, and the walk stops. A
+// holder's balance after endBlock is its current one when it has not changed
+// since (no history read), else one primary-key seek of its balance history,
+// a chunk of holders a statement. Such a balance at or above the threshold,
+// or a range holding the holder's whole history (its maximum is in it),
+// decides; only the remaining holders' opening balance and range are read
+// (heldInRange).
+func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, threshold *big.Int, startBlock, endBlock int64, after *HeldBalance, n int) (page []HeldBalance, more bool, err error) {
 	thr := threshold.String()
+	cands, err := readCandidates(ctx, db, chain, token, ercType, thr)
+	if err != nil {
+		return nil, false, err
+	}
+	best := &heldHeap{}
+	for i := 0; i < len(cands); {
+		if best.Len() > n && cands[i].max.Cmp((*best)[0].Balance) < 0 {
+			break // no later maximum reaches the page's last balance
+		}
+		chunk := cands[i:min(i+heldChunk, len(cands))]
+		i += len(chunk)
+		var seek []string
+		for _, c := range chunk {
+			if c.changed > endBlock {
+				seek = append(seek, c.addr)
+			}
+		}
+		atEnd, err := balancesAt(ctx, db, chain, token, ercType, endBlock, seek)
+		if err != nil {
+			return nil, false, err
+		}
+		undecided := map[string]*big.Int{}
+		var held []HeldBalance
+		for _, c := range chunk {
+			bal := c.balance
+			if c.changed > endBlock {
+				var ok bool
+				if bal, ok = atEnd[c.addr]; !ok {
+					continue // no balance yet after endBlock
+				}
+			}
+			v, ok := new(big.Int).SetString(bal, 10)
+			if !ok {
+				return nil, false, fmt.Errorf("metrics: stored balance of %s in %s is %q", c.addr, token, bal)
+			}
+			h := HeldBalance{Address: c.addr, Balance: v}
+			if after != nil && !heldBefore(*after, h) {
+				continue // on an earlier page
+			}
+			if atLeast(bal, thr) || (startBlock < 0 && c.changed <= endBlock) {
+				held = append(held, h)
+			} else {
+				undecided[c.addr] = v
+			}
+		}
+		if held, err = heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, undecided, held); err != nil {
+			return nil, false, err
+		}
+		for _, h := range held {
+			heap.Push(best, h)
+			if best.Len() > n+1 {
+				heap.Pop(best)
+			}
+		}
+	}
+	page = make([]HeldBalance, best.Len())
+	for k := len(page) - 1; k >= 0; k-- {
+		page[k] = heap.Pop(best).(HeldBalance)
+	}
+	if len(page) > n {
+		return page[:n], true, nil
+	}
+	return page, false, nil
+}
+
+// heldChunk is how many holders' balances at the range's end one statement
+// reads.
+const heldChunk = 128
+
+// heldBefore says whether a comes before b in the route's order: balance
+// descending, then address.
+func heldBefore(a, b HeldBalance) bool {
+	if c := a.Balance.Cmp(b.Balance); c != 0 {
+		return c > 0
+	}
+	return a.Address < b.Address
+}
+
+// heldHeap holds the page's holders found so far, the last in the route's
+// order on top (container/heap).
+type heldHeap []HeldBalance
+
+func (h heldHeap) Len() int           { return len(h) }
+func (h heldHeap) Less(i, j int) bool { return heldBefore(h[j], h[i]) }
+func (h heldHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *heldHeap) Push(x any)        { *h = append(*h, x.(HeldBalance)) }
+func (h *heldHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// candidate is a holder whose largest balance reached the threshold.
+type candidate struct {
+	addr    string
+	changed int64 // block of its last change
+	balance string
+	max     *big.Int
+}
+
+// readCandidates reads the holders of token whose largest balance ever
+// reached thr, largest first (then by address).
+func readCandidates(ctx context.Context, db *store.DB, chain, token, ercType, thr string) ([]candidate, error) {
 	// Stored decimals compare without parsing: a longer number is larger,
-	// equal lengths compare as text; a negative balance (a token whose logs
-	// lie) holds nothing. Placeholders are numbered in order of first use,
-	// as the store requires.
-	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, CASE WHEN b.block_number <= $1 THEN b.balance
-		ELSE (SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1) END
+	// equal lengths compare as text.
+	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, b.balance, b.max_balance
 		FROM evm_token_balances b`+db.IndexedBy("evm_token_balances_token")+`
-		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = ''
-		AND (LENGTH(b.max_balance) > $5 OR (LENGTH(b.max_balance) = $5 AND b.max_balance >= $6))`,
-		endBlock, chain, store.Hex(token), ercType, len(thr), thr)
+		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
+		AND (LENGTH(b.max_balance) > $4 OR (LENGTH(b.max_balance) = $4 AND b.max_balance >= $5))`,
+		chain, store.Hex(token), ercType, len(thr), thr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 	}
 	defer rows.Close()
-	var out []HeldBalance
-	undecided := map[string]*big.Int{} // holder -> balance after endBlock
+	var out []candidate
 	for rows.Next() {
-		var holder string
-		var changed int64
-		var latest sql.NullString
-		if err := rows.Scan(store.ScanHex(&holder), &changed, &latest); err != nil {
+		var c candidate
+		var m string
+		if err := rows.Scan(store.ScanHex(&c.addr), &c.changed, &c.balance, &m); err != nil {
 			return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 		}
-		if !latest.Valid {
-			continue // no balance yet after endBlock
+		var ok bool
+		if c.max, ok = new(big.Int).SetString(m, 10); !ok {
+			return nil, fmt.Errorf("metrics: stored largest balance of %s in %s is %q", c.addr, token, m)
 		}
-		v, ok := new(big.Int).SetString(latest.String, 10)
-		if !ok {
-			return nil, fmt.Errorf("metrics: stored balance of %s in %s is %q", holder, token, latest.String)
-		}
-		if atLeast(latest.String, thr) || (startBlock < 0 && changed <= endBlock) {
-			out = append(out, HeldBalance{Address: holder, Balance: v})
-			continue
-		}
-		undecided[holder] = v
+		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 	}
-	if out, err = heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, undecided, out); err != nil {
-		return nil, err
-	}
 	sort.Slice(out, func(i, j int) bool {
-		if c := out[i].Balance.Cmp(out[j].Balance); c != 0 {
+		if c := out[i].max.Cmp(out[j].max); c != 0 {
 			return c > 0
 		}
-		return out[i].Address < out[j].Address
+		return out[i].addr < out[j].addr
 	})
 	return out, nil
+}
+
+// balancesAt reads the balances of holders after block end: one
+// primary-key seek of each one's history, absent when it had none yet.
+func balancesAt(ctx context.Context, db *store.DB, chain, token, ercType string, end int64, holders []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(holders) == 0 {
+		return out, nil
+	}
+	args := []any{end, chain, store.Hex(token), ercType}
+	in := holderList(holders, &args)
+	rows, err := db.QueryContext(ctx, `SELECT b.holder,
+		(SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1)
+		FROM evm_token_balances b
+		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = '' AND b.holder IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var holder string
+		var bal sql.NullString
+		if err := rows.Scan(store.ScanHex(&holder), &bal); err != nil {
+			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+		}
+		if bal.Valid {
+			out[holder] = bal.String
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+	}
+	return out, nil
+}
+
+// holderList appends holders to args as placeholders and returns the list
+// ("$5, $6, ...").
+func holderList(holders []string, args *[]any) string {
+	var b strings.Builder
+	for i, h := range holders {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(ph(len(*args) + 1))
+		*args = append(*args, store.Hex(h))
+	}
+	return b.String()
 }
 
 // atLeast compares a stored decimal balance with a threshold's decimal
@@ -117,53 +259,41 @@ const holderHistory = `FROM evm_token_balance_history h WHERE h.chain_key = b.ch
 // heldInRange appends to out the holders of undecided (with their balance
 // after endBlock) whose opening balance (after startBlock) or a balance
 // after a block of (startBlock, endBlock] reached thr: their rows by primary
-// key, a few hundred a statement, each a seek and an EXISTS that stops at
-// the first such block.
+// key, each a seek and an EXISTS that stops at the first such block.
 func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]*big.Int, out []HeldBalance) ([]HeldBalance, error) {
+	if len(undecided) == 0 {
+		return out, nil
+	}
 	holders := make([]string, 0, len(undecided))
 	for h := range undecided {
 		holders = append(holders, h)
 	}
 	sort.Strings(holders)
-	const perStatement = 500
-	for len(holders) > 0 {
-		chunk := holders[:min(perStatement, len(holders))]
-		holders = holders[len(chunk):]
-		args := []any{startBlock, endBlock, len(thr), thr, chain, store.Hex(token), ercType}
-		var in strings.Builder
-		for i, h := range chunk {
-			if i > 0 {
-				in.WriteString(", ")
-			}
-			in.WriteString(ph(len(args) + 1))
-			args = append(args, store.Hex(h))
-		}
-		rows, err := db.QueryContext(ctx, `SELECT b.holder,
-			(SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1),
-			EXISTS (SELECT 1 `+holderHistory+` AND h.block_number > $1 AND h.block_number <= $2 AND h.balance NOT LIKE '-%'
-				AND (LENGTH(h.balance) > $3 OR (LENGTH(h.balance) = $3 AND h.balance >= $4)))
-			FROM evm_token_balances b
-			WHERE b.chain_key = $5 AND b.token = $6 AND b.erc_type = $7 AND b.token_id = '' AND b.holder IN (`+in.String()+`)`, args...)
-		if err != nil {
+	args := []any{startBlock, endBlock, len(thr), thr, chain, store.Hex(token), ercType}
+	in := holderList(holders, &args)
+	rows, err := db.QueryContext(ctx, `SELECT b.holder,
+		(SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1),
+		EXISTS (SELECT 1 `+holderHistory+` AND h.block_number > $1 AND h.block_number <= $2 AND h.balance NOT LIKE '-%'
+			AND (LENGTH(h.balance) > $3 OR (LENGTH(h.balance) = $3 AND h.balance >= $4)))
+		FROM evm_token_balances b
+		WHERE b.chain_key = $5 AND b.token = $6 AND b.erc_type = $7 AND b.token_id = '' AND b.holder IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var holder string
+		var opening sql.NullString
+		var held bool
+		if err := rows.Scan(store.ScanHex(&holder), &opening, &held); err != nil {
 			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 		}
-		for rows.Next() {
-			var holder string
-			var opening sql.NullString
-			var held bool
-			if err := rows.Scan(store.ScanHex(&holder), &opening, &held); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
-			}
-			if held || (opening.Valid && atLeast(opening.String, thr)) {
-				out = append(out, HeldBalance{Address: holder, Balance: undecided[holder]})
-			}
+		if held || (opening.Valid && atLeast(opening.String, thr)) {
+			out = append(out, HeldBalance{Address: holder, Balance: undecided[holder]})
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
-		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 	}
 	return out, nil
 }

@@ -66,20 +66,33 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 			for _, thr := range []string{"1", "2", "1000000", "1000000000000000000", "1000000000000000000000"} {
 				threshold, _ := new(big.Int).SetString(thr, 10)
 				for _, r := range [][2]int64{{-1, tip}, {-1, 150}, {40, tip}, {120, 260}, {300, 301}, {200, 200}, {0, 1}} {
-					got, err := HeldAbove(ctx, db, "C", token, types[i], threshold, r[0], r[1])
-					if err != nil {
-						t.Fatal(err)
-					}
-					gotMap := map[string]string{}
-					for j, h := range got {
-						gotMap[h.Address] = h.Balance.String()
-						if j > 0 && (got[j-1].Balance.Cmp(h.Balance) < 0 || (got[j-1].Balance.Cmp(h.Balance) == 0 && got[j-1].Address >= h.Address)) {
-							t.Errorf("%s %s %v: not ordered by balance, then address", token, thr, r)
-						}
-					}
 					w := o.HeldAbove(token, threshold, r[0], r[1])
-					if !reflect.DeepEqual(gotMap, w) || len(got) != len(w) {
-						t.Errorf("%s %s >= %s over %v: %d holders, want %d", types[i], token, thr, r, len(got), len(w))
+					// Pages of 3 and all at once: the walk by largest
+					// balance stops early and resumes after a holder.
+					for _, n := range []int{3, 5000} {
+						var got []HeldBalance
+						var after *HeldBalance
+						for pages := 0; pages <= len(w); pages++ {
+							page, more, err := HeldAbove(ctx, db, "C", token, types[i], threshold, r[0], r[1], after, n)
+							if err != nil {
+								t.Fatal(err)
+							}
+							got = append(got, page...)
+							if !more {
+								break
+							}
+							after = &page[len(page)-1]
+						}
+						gotMap := map[string]string{}
+						for j, h := range got {
+							gotMap[h.Address] = h.Balance.String()
+							if j > 0 && !heldBefore(got[j-1], h) {
+								t.Errorf("%s %s %v: not ordered by balance, then address", token, thr, r)
+							}
+						}
+						if !reflect.DeepEqual(gotMap, w) || len(got) != len(w) {
+							t.Errorf("%s %s >= %s over %v, pages of %d: %d holders, want %d", types[i], token, thr, r, n, len(got), len(w))
+						}
 					}
 					if len(w) > 0 && len(w) < holders {
 						partial++

@@ -113,26 +113,24 @@ func (h *handlers) tokenBalances(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
-	held, err := rollup.HeldAbove(ctx, h.d.DB, chain.Key, contract, ercType, threshold, startBlock, endBlock)
-	if err != nil {
-		return nil, err
-	}
-	i := 0
+	var after *rollup.HeldBalance
 	if found {
-		after, ok := new(big.Int).SetString(cur.Balance, 10)
+		b, ok := new(big.Int).SetString(cur.Balance, 10)
 		if !ok {
 			return nil, fmt.Errorf("balances page token: balance %q", cur.Balance)
 		}
-		for i < len(held) && (held[i].Balance.Cmp(after) > 0 || (held[i].Balance.Cmp(after) == 0 && held[i].Address <= cur.Address)) {
-			i++
-		}
+		after = &rollup.HeldBalance{Address: cur.Address, Balance: b}
+	}
+	page, more, err := rollup.HeldAbove(ctx, h.d.DB, chain.Key, contract, ercType, threshold, startBlock, endBlock, after, size)
+	if err != nil {
+		return nil, err
 	}
 	resp := &BalancesResponse{Addresses: []AddressDetails{}}
-	for _, hb := range held[i:min(i+size, len(held))] {
+	for _, hb := range page {
 		resp.Addresses = append(resp.Addresses, AddressDetails{Address: hb.Address, SortKey: hb.Balance.String()})
 	}
-	if i+size < len(held) {
-		last := held[i+size-1]
+	if more {
+		last := page[len(page)-1]
 		tok, err := h.d.Tokens.Save(ctx, RouteTokenBalances, balancesCursor{Chain: chain.Key, Contract: contract,
 			Threshold: threshold.String(), Start: start, End: end, Balance: last.Balance.String(), Address: last.Address})
 		if err != nil {
