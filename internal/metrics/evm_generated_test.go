@@ -111,6 +111,42 @@ func oracleOf(t *testing.T, blocks []ingest.RawBlock) chainmetrics.Oracle {
 	return o
 }
 
+// checkSeries pages metric at iv over chains (n points a page) from the
+// interval of time first to that of tip and compares it with window's
+// recomputation of each interval; it returns the number of intervals.
+func checkSeries(t *testing.T, db *store.DB, chains []string, metric string, iv Interval, first, tip int64, n int, window func(metric string, from, to int64) float64) int {
+	t.Helper()
+	var got []Point
+	lo, from := iv.Floor(first), iv.Floor(tip)
+	for {
+		pts, next, more, err := EVMPage(context.Background(), db, chains, metric, iv, lo, from, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, pts...)
+		if !more {
+			break
+		}
+		from = next
+	}
+	var want []Point
+	for s := iv.Floor(tip); s >= iv.Floor(first); s = iv.Prev(s) {
+		want = append(want, Point{Timestamp: s, Value: window(metric, s, iv.Next(s))})
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range min(len(got), len(want)) {
+			if got[i] != want[i] {
+				t.Errorf("%s %s: point %d of %d is %+v, want %+v", metric, iv, i, len(want), got[i], want[i])
+				break
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s %s: %d points, want %d", metric, iv, len(got), len(want))
+		}
+	}
+	return len(want)
+}
+
 // Every metric at every interval over months of generated blocks (written
 // in uneven batches) equals its recomputation from the blocks' JSON, and
 // reindex rebuilds the same rollup rows.
@@ -124,35 +160,7 @@ func TestEVMMetricsGeneratedChain(t *testing.T) {
 		counts := map[Interval]int{}
 		for _, metric := range chainmetrics.ChainMetrics {
 			for _, iv := range evmKinds {
-				var got []Point
-				lo, from := iv.Floor(first), iv.Floor(tip)
-				for {
-					pts, next, more, err := EVMPage(ctx, db, []string{"C"}, metric, iv, lo, from, MaxPoints)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got = append(got, pts...)
-					if !more {
-						break
-					}
-					from = next
-				}
-				var want []Point
-				for s := iv.Floor(tip); s >= iv.Floor(first); s = iv.Prev(s) {
-					want = append(want, Point{Timestamp: s, Value: o.Window(metric, s, iv.Next(s))})
-				}
-				counts[iv] = len(want)
-				if !reflect.DeepEqual(got, want) {
-					for i := range min(len(got), len(want)) {
-						if got[i] != want[i] {
-							t.Errorf("%s %s: point %d of %d is %+v, want %+v", metric, iv, i, len(want), got[i], want[i])
-							break
-						}
-					}
-					if len(got) != len(want) {
-						t.Errorf("%s %s: %d points, want %d", metric, iv, len(got), len(want))
-					}
-				}
+				counts[iv] = checkSeries(t, db, []string{"C"}, metric, iv, first, tip, MaxPoints, o.Window)
 			}
 		}
 		if counts[Week] < 15 || counts[Month] < 4 {
