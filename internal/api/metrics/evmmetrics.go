@@ -48,7 +48,8 @@ func pathMetric(r *http.Request, p *api.Params, allowed []string) string {
 // [startTimestamp, endTimestamp], from the interval of the chain's oldest
 // indexed block to that of its newest. Every metric is served at every
 // interval (the document restricts some to day; the rollups are exact at
-// all four). Definitions: docs/metrics.md.
+// all four). chainId may be an aggregate (total, mainnet, testnet:
+// metricChains). Definitions: docs/metrics.md.
 func (h *handlers) evmMetrics(r *http.Request) (any, error) {
 	ctx := r.Context()
 	p := api.NewParams(r)
@@ -80,7 +81,7 @@ func (h *handlers) evmMetrics(r *http.Request) (any, error) {
 // hours up to it, lastWeek, lastMonth, last90Days and lastYear the 7, 30, 90
 // and 365 days up to it, allTime everything from the chain's first block.
 // activeAddresses and activeSenders have the hour, day and week windows only,
-// as the document says.
+// as the document says. chainId may be an aggregate (metricChains).
 func (h *handlers) rollingMetrics(r *http.Request) (any, error) {
 	ctx := r.Context()
 	p := api.NewParams(r)
