@@ -273,3 +273,73 @@ func deliverAll(t *testing.T, ctx context.Context, db *store.DB, cfg webhooks.De
 	defer d.Close()
 	waitDelivered(t, ctx, db)
 }
+
+// TestStaleQueue: events written behind a queue's cursor (a reindex raising
+// events of blocks already delivered, for addresses added since) are not
+// sent, and the queue's count of them is corrected rather than the queue
+// claimed at every poll; an event after the cursor is still delivered.
+func TestStaleQueue(t *testing.T) {
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db := storetest.Open(t, storetest.DSNFor(t, backend))
+			var hits atomic.Int64
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+			defer rcv.Close()
+			w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: rcv.URL, ChainID: "43112", ChainKey: "C",
+				Status: webhooks.StatusActive, Metadata: []byte(`{}`), Keys: []string{"0x" + strings.Repeat("ab", 20)}}
+			if err := webhooks.NewRegistry(db, nil).Create(ctx, "owner", w); err != nil {
+				t.Fatal(err)
+			}
+			// Delivered up to block 10; events at 5 and 10 (behind or at the
+			// cursor) and the queue counting them as pending.
+			for _, h := range []int64{5, 10} {
+				if _, err := db.ExecContext(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+					VALUES ($1, $2, 0, $3, 'C', '{}', 0)`, w.ID, h, webhooks.MessageID(w.ID, "C", uint64(h), 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO webhook_queues (webhook_id, pending, delivered_height, delivered_position)
+				VALUES ($1, 2, 10, 0)`, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			pending := func() (n int64) {
+				if err := db.QueryRowContext(ctx, `SELECT pending FROM webhook_queues WHERE webhook_id = $1`, w.ID).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 2, Poll: 5 * time.Millisecond,
+				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
+			if err := d.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for pending() != 0 {
+				if ctx.Err() != nil {
+					t.Fatal("the stale count was not corrected")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Errorf("%d events behind the cursor sent", n)
+			}
+			// A new event after the cursor, counted as the emitter's Flush does.
+			if _, err := db.ExecContext(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+				VALUES ($1, 11, 0, $2, 'C', '{}', 0)`, w.ID, webhooks.MessageID(w.ID, "C", 11, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE webhook_queues SET pending = pending + 1 WHERE webhook_id = $1`, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			waitDelivered(t, ctx, db)
+			if n := hits.Load(); n != 1 {
+				t.Errorf("%d events sent, want the one after the cursor", n)
+			}
+			if p := pending(); p != 0 {
+				t.Errorf("pending %d after delivering everything", p)
+			}
+		})
+	}
+}
