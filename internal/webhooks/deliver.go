@@ -372,17 +372,23 @@ type sent struct {
 // the queues in one transaction (a crash before it sends them again: at
 // least once).
 func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
+	pages, err := d.heads(ctx, qs, pageSize)
+	if err != nil && ctx.Err() == nil {
+		// Nothing is sent; the queues are released as they are.
+		d.log.Warn("read webhook queues", "err", err)
+	}
 	out := make([]sent, len(qs))
 	var wg sync.WaitGroup
 	for i, q := range qs {
+		out[i].q = q
+		if pages == nil {
+			continue
+		}
+		out[i].empty = len(pages[i]) == 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i].q = q
-			var err error
-			if out[i].as, out[i].empty, err = d.send(ctx, q); err != nil && ctx.Err() == nil {
-				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
-			}
+			out[i].as = d.send(ctx, q, pages[i])
 		}()
 	}
 	wg.Wait()
@@ -400,13 +406,9 @@ func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
 	return tx.Commit()
 }
 
-// send posts the events after q's cursor in order until one fails,
-// pageSize were sent or half the lease is used.
-func (d *Deliverer) send(ctx context.Context, q *queue) (done []attempt, empty bool, err error) {
-	page, err := d.head(ctx, q, pageSize)
-	if err != nil {
-		return nil, false, err
-	}
+// send posts page, the events after q's cursor, in order until one fails
+// or half the lease is used.
+func (d *Deliverer) send(ctx context.Context, q *queue, page []event) (done []attempt) {
 	for _, ev := range page {
 		if len(done) > 0 && !d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)) {
 			break // slow answers: record what was sent while the lease holds
@@ -415,7 +417,7 @@ func (d *Deliverer) send(ctx context.Context, q *queue) (done []attempt, empty b
 		var perr error
 		a.code, perr = d.post(ctx, q, []byte(ev.payload))
 		if ctx.Err() != nil {
-			return nil, false, nil
+			return nil
 		}
 		a.end = d.now()
 		if perr != nil {
@@ -428,32 +430,47 @@ func (d *Deliverer) send(ctx context.Context, q *queue) (done []attempt, empty b
 			break
 		}
 	}
-	return done, len(page) == 0, nil
+	return done
 }
 
-// head reads the first n events after q's cursor, in order; the first has
-// had q.attempts attempts, the others none (an event is sent only once the
-// one before it is delivered).
-func (d *Deliverer) head(ctx context.Context, q *queue, n int) ([]event, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT block_height, position, message_id, payload FROM webhook_outbox
-		WHERE webhook_id = $1 AND block_height >= $2 AND (block_height, position) > ($2, $3)
-		ORDER BY block_height, position LIMIT `+strconv.Itoa(n), q.webhookID, q.height, q.position)
+// heads reads the first n events after each queue's cursor, in order, in
+// one query for the round (a query per queue was most of a round's
+// statements); the first event of a queue has had q.attempts attempts, the
+// others none (an event is sent only once the one before it is delivered).
+func (d *Deliverer) heads(ctx context.Context, qs []*queue, n int) ([][]event, error) {
+	parts := make([]string, len(qs))
+	args := make([]any, 0, 3*len(qs))
+	at := map[string]int{}
+	for i, q := range qs {
+		b := 3*i + 1
+		parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT webhook_id, block_height, position, message_id, payload FROM webhook_outbox
+			WHERE webhook_id = $%d AND block_height >= $%d AND (block_height, position) > ($%d, $%d)
+			ORDER BY block_height, position LIMIT %d) AS h%d`, b, b+1, b+1, b+2, n, i)
+		args = append(args, q.webhookID, q.height, q.position)
+		at[q.webhookID] = i
+	}
+	rows, err := d.db.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
-		return nil, fmt.Errorf("read queue head: %w", err)
+		return nil, fmt.Errorf("read queue heads: %w", err)
 	}
 	defer rows.Close()
-	var out []event
+	out := make([][]event, len(qs))
 	for rows.Next() {
+		var id string
 		var ev event
-		if err := rows.Scan(&ev.height, &ev.position, &ev.messageID, &ev.payload); err != nil {
-			return nil, fmt.Errorf("read queue head: %w", err)
+		if err := rows.Scan(&id, &ev.height, &ev.position, &ev.messageID, &ev.payload); err != nil {
+			return nil, fmt.Errorf("read queue heads: %w", err)
 		}
-		if len(out) == 0 {
-			ev.attempts = q.attempts
+		i := at[id]
+		if len(out[i]) == 0 {
+			ev.attempts = qs[i].attempts
 		}
-		out = append(out, ev)
+		out[i] = append(out[i], ev)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read queue heads: %w", err)
+	}
+	return out, nil
 }
 
 func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error) {
