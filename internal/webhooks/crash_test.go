@@ -163,7 +163,8 @@ func waitAll(t *testing.T, ctx context.Context, db *store.DB, n int) {
 	t.Helper()
 	for {
 		var total, delivered int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*), SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) FROM webhook_outbox`).Scan(&total, &delivered); err != nil && ctx.Err() == nil {
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*), SUM(CASE WHEN `+outboxStatus+` = 'delivered' THEN 1 ELSE 0 END)
+			FROM webhook_outbox o LEFT JOIN webhook_queues q ON q.webhook_id = o.webhook_id`).Scan(&total, &delivered); err != nil && ctx.Err() == nil {
 			// SUM of no rows is NULL.
 			total, delivered = 0, 0
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -88,7 +89,6 @@ type Deliverer struct {
 	client *http.Client
 	now    func() time.Time
 	node   string
-	batch  int // queues claimed at once
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -110,11 +110,7 @@ func NewDeliverer(db *store.DB, cfg DeliveryConfig, log *slog.Logger) *Deliverer
 	}
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	batch := claimBatch
-	if db.Dialect() == store.Postgres {
-		batch = 1
-	}
-	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b), batch: batch}
+	return &Deliverer{db: db, cfg: cfg, log: log, client: safeClient(cfg), now: time.Now, node: hex.EncodeToString(b)}
 }
 
 // safeClient checks every connection's resolved address against the policy
@@ -193,31 +189,31 @@ func (d *Deliverer) work(ctx context.Context, worker string) {
 	}
 }
 
-// queue is a webhook's queue leased by this worker.
+// queue is a webhook's queue leased by this worker, with its delivery
+// cursor: the last delivered event and the attempts of the next one.
 type queue struct {
 	webhookID, worker, url, secret string
 	leaseUntil                     time.Time
+	height                         int64 // the last delivered event's block (-1: none yet)
+	position, attempts             int
 }
 
-// claimCandidates is how many due queues a worker reads before claiming
-// up to claimBatch of them (SQLite) or one (PostgreSQL): workers start from
-// different candidates, so they rarely race for the same queues. On SQLite a
-// round's one transaction for several queues spares commits of its single
-// writer; on PostgreSQL it would hold several queue rows locked that the
-// emitter's Flush and other claims then wait for (measured: half the
-// deliveries/s, docs/benchmarks.md).
+// claimCandidates is how many due queues a worker reads on SQLite before
+// claiming up to claimBatch of them. A round's outcomes for all its
+// queues are one transaction of a few statements (one queue update, one
+// log insert), so several queues per round spare commits on SQLite and
+// round trips on PostgreSQL without holding queue rows while sending.
 const (
 	claimCandidates = 32
 	claimBatch      = 8
 )
 
-// claim leases up to d.batch queues of active webhooks with events due,
+// claim leases up to claimBatch queues of active webhooks with events due,
 // those served longest ago first (a release sets served_at, so queues take
-// turns). The due queues are read from the read pool:
-// an idle worker's poll takes no write lock (SQLite's single writer is the
-// indexer's). The claim is one UPDATE that repeats the conditions, so a
-// queue another worker or replica took meanwhile is left alone (as NFT
-// enrichment claims its jobs).
+// turns). A claim repeats the conditions in its UPDATE, so a queue another
+// worker or replica took meanwhile is left alone (as NFT enrichment claims
+// its jobs). A claim that finds nothing due spares the process's other
+// workers their claims until the next poll.
 func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) {
 	now := d.now()
 	d.idleMu.Lock()
@@ -226,10 +222,75 @@ func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) 
 	if idle {
 		return nil, nil
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM webhook_queues q
+	var out []*queue
+	var err error
+	if d.db.Dialect() == store.Postgres {
+		out, err = d.claimPostgres(ctx, worker, now)
+	} else {
+		out, err = d.claimSQLite(ctx, worker, now)
+	}
+	if err == nil && len(out) == 0 {
+		d.idleMu.Lock()
+		d.idleUntil = now.Add(d.cfg.Poll)
+		d.idleMu.Unlock()
+	}
+	// Recorded in webhook id order: the emitter's Flush locks queue rows
+	// in that order too (no deadlock on PostgreSQL).
+	slices.SortFunc(out, func(a, b *queue) int { return strings.Compare(a.webhookID, b.webhookID) })
+	return out, err
+}
+
+// dueQueue is the condition of a queue with events due at $3: the
+// inactive webhooks' queues are excluded by a set read once per statement
+// (usually empty), not by a lookup of each queue's webhook, which made a
+// claim cost a probe per due queue (most of them are due while a backlog
+// drains).
+const dueQueue = `pending > 0 AND next_attempt_at <= $3 AND lease_until < $3
+	AND webhook_id NOT IN (SELECT id FROM webhooks WHERE status <> 'active')`
+
+// claimPostgres claims in one statement: the due queues' rows are locked
+// as they are chosen, skipping those other transactions hold (the
+// emitter's Flush, other workers' and replicas' claims and rounds: FOR
+// UPDATE SKIP LOCKED waits for none of them), and the claimed webhooks'
+// URLs and secrets come back with them. A read of the candidates before
+// the claim (as on SQLite) doubled the scans of the queues, the server's
+// main cost per delivery (docs/benchmarks.md).
+func (d *Deliverer) claimPostgres(ctx context.Context, worker string, now time.Time) ([]*queue, error) {
+	until := now.Add(d.cfg.Lease)
+	rows, err := d.db.WriterDB().QueryContext(ctx, `WITH c AS (UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
+		WHERE webhook_id IN (SELECT webhook_id FROM webhook_queues WHERE `+dueQueue+`
+			ORDER BY served_at, webhook_id LIMIT `+strconv.Itoa(claimBatch)+` FOR UPDATE SKIP LOCKED)
+		RETURNING webhook_id, delivered_height, delivered_position, head_attempts)
+		SELECT c.webhook_id, c.delivered_height, c.delivered_position, c.head_attempts, w.url, s.secret
+		FROM c JOIN webhooks w ON w.id = c.webhook_id JOIN webhook_secrets s ON s.owner = w.owner`,
+		worker, until.UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	defer rows.Close()
+	var out []*queue
+	for rows.Next() {
+		q := &queue{worker: worker, leaseUntil: until}
+		if err := rows.Scan(&q.webhookID, &q.height, &q.position, &q.attempts, &q.url, &q.secret); err != nil {
+			return nil, fmt.Errorf("webhooks: claim: %w", err)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("webhooks: claim: %w", err)
+	}
+	return out, nil
+}
+
+// claimSQLite reads the due queues from the read pool (an idle worker's
+// poll takes no write lock: SQLite's single writer is the indexer's), then
+// claims up to claimBatch of them, starting from a random one so workers
+// rarely race for the same queues, in one fenced UPDATE.
+func (d *Deliverer) claimSQLite(ctx context.Context, worker string, now time.Time) ([]*queue, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT q.webhook_id, w.url, s.secret FROM (SELECT webhook_id, served_at FROM webhook_queues
+		WHERE `+strings.ReplaceAll(dueQueue, "$3", "$1")+` ORDER BY served_at, webhook_id LIMIT `+strconv.Itoa(claimCandidates)+`) q
 		JOIN webhooks w ON w.id = q.webhook_id JOIN webhook_secrets s ON s.owner = w.owner
-		WHERE q.pending > 0 AND q.next_attempt_at <= $1 AND q.lease_until < $1 AND w.status = 'active'
-		ORDER BY q.served_at, q.webhook_id LIMIT `+strconv.Itoa(claimCandidates), now.UnixMilli())
+		ORDER BY q.served_at, q.webhook_id`, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: due queues: %w", err)
 	}
@@ -246,23 +307,18 @@ func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) 
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || len(ids) == 0 {
-		if err == nil {
-			d.idleMu.Lock()
-			d.idleUntil = now.Add(d.cfg.Poll)
-			d.idleMu.Unlock()
-		}
 		return nil, err
 	}
 	until := d.now().Add(d.cfg.Lease)
 	args := []any{worker, until.UnixMilli(), now.UnixMilli()}
 	off := mrand.IntN(len(ids))
-	for i := range min(d.batch, len(ids)) {
+	for i := range min(claimBatch, len(ids)) {
 		args = append(args, ids[(off+i)%len(ids)])
 	}
 	res, err := d.db.WriterDB().QueryContext(ctx, `UPDATE webhook_queues SET lease_owner = $1, lease_until = $2
 		WHERE pending > 0 AND next_attempt_at <= $3 AND lease_until < $3 AND webhook_id IN (`+placeholders(4, len(args)-3)+`)
 		AND webhook_id IN (SELECT id FROM webhooks WHERE status = 'active')
-		RETURNING webhook_id`, args...)
+		RETURNING webhook_id, delivered_height, delivered_position, head_attempts`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: claim: %w", err)
 	}
@@ -270,26 +326,25 @@ func (d *Deliverer) claim(ctx context.Context, worker string) ([]*queue, error) 
 	var out []*queue
 	for res.Next() {
 		var id string
-		if err := res.Scan(&id); err != nil {
+		var h int64
+		var pos, att int
+		if err := res.Scan(&id, &h, &pos, &att); err != nil {
 			return nil, fmt.Errorf("webhooks: claim: %w", err)
 		}
 		q := due[id]
-		q.leaseUntil = until
+		q.leaseUntil, q.height, q.position, q.attempts = until, h, pos, att
 		out = append(out, q)
 	}
 	if err := res.Err(); err != nil {
 		return nil, fmt.Errorf("webhooks: claim: %w", err)
 	}
-	// Recorded in webhook id order: the emitter's Flush locks queue rows
-	// in that order too (no deadlock on PostgreSQL).
-	slices.SortFunc(out, func(a, b *queue) int { return strings.Compare(a.webhookID, b.webhookID) })
 	return out, nil
 }
 
-// event is the head of a queue.
+// event is an event of a queue after its cursor.
 type event struct {
 	height             int64
-	position, attempts int
+	position, attempts int // attempts before this one
 	messageID, payload string
 }
 
@@ -305,21 +360,35 @@ type attempt struct {
 	start, end time.Time
 }
 
+// sent is what a round did with one claimed queue.
+type sent struct {
+	q     *queue
+	as    []attempt // successes, then possibly one failure
+	empty bool      // nothing after the cursor: the pending count is stale
+}
+
 // round sends a page of each claimed queue, the queues concurrently and
 // each queue's events in order, then records every outcome and releases
 // the queues in one transaction (a crash before it sends them again: at
 // least once).
 func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
-	sent := make([][]attempt, len(qs))
+	pages, err := d.heads(ctx, qs, pageSize)
+	if err != nil && ctx.Err() == nil {
+		// Nothing is sent; the queues are released as they are.
+		d.log.Warn("read webhook queues", "err", err)
+	}
+	out := make([]sent, len(qs))
 	var wg sync.WaitGroup
 	for i, q := range qs {
+		out[i].q = q
+		if pages == nil {
+			continue
+		}
+		out[i].empty = len(pages[i]) == 0
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var err error
-			if sent[i], err = d.send(ctx, q); err != nil && ctx.Err() == nil {
-				d.log.Warn("deliver webhook events", "webhook", q.webhookID, "err", err)
-			}
+			out[i].as = d.send(ctx, q, pages[i])
 		}()
 	}
 	wg.Wait()
@@ -331,22 +400,15 @@ func (d *Deliverer) round(ctx context.Context, qs []*queue) error {
 		return err
 	}
 	defer tx.Rollback()
-	for i, q := range qs {
-		if err := d.record(ctx, tx, q, sent[i]); err != nil {
-			return fmt.Errorf("webhook %s: %w", q.webhookID, err)
-		}
+	if err := d.record(ctx, tx, qs[0].worker, out); err != nil {
+		return err
 	}
 	return tx.Commit()
 }
 
-// send posts the head of q's queue in order until one fails, pageSize were
-// sent or half the lease is used.
-func (d *Deliverer) send(ctx context.Context, q *queue) ([]attempt, error) {
-	page, err := d.head(ctx, q.webhookID, pageSize)
-	if err != nil {
-		return nil, err
-	}
-	var done []attempt
+// send posts page, the events after q's cursor, in order until one fails
+// or half the lease is used.
+func (d *Deliverer) send(ctx context.Context, q *queue, page []event) (done []attempt) {
 	for _, ev := range page {
 		if len(done) > 0 && !d.now().Before(q.leaseUntil.Add(-d.cfg.Lease/2)) {
 			break // slow answers: record what was sent while the lease holds
@@ -355,7 +417,7 @@ func (d *Deliverer) send(ctx context.Context, q *queue) ([]attempt, error) {
 		var perr error
 		a.code, perr = d.post(ctx, q, []byte(ev.payload))
 		if ctx.Err() != nil {
-			return nil, nil
+			return nil
 		}
 		a.end = d.now()
 		if perr != nil {
@@ -368,26 +430,47 @@ func (d *Deliverer) send(ctx context.Context, q *queue) ([]attempt, error) {
 			break
 		}
 	}
-	return done, nil
+	return done
 }
 
-// head reads the first n pending events of a webhook's queue, in order.
-func (d *Deliverer) head(ctx context.Context, webhookID string, n int) ([]event, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT block_height, position, attempts, message_id, payload FROM webhook_outbox
-		WHERE webhook_id = $1 AND status = 'pending' ORDER BY block_height, position LIMIT `+strconv.Itoa(n), webhookID)
+// heads reads the first n events after each queue's cursor, in order, in
+// one query for the round (a query per queue was most of a round's
+// statements); the first event of a queue has had q.attempts attempts, the
+// others none (an event is sent only once the one before it is delivered).
+func (d *Deliverer) heads(ctx context.Context, qs []*queue, n int) ([][]event, error) {
+	parts := make([]string, len(qs))
+	args := make([]any, 0, 3*len(qs))
+	at := map[string]int{}
+	for i, q := range qs {
+		b := 3*i + 1
+		parts[i] = fmt.Sprintf(`SELECT * FROM (SELECT webhook_id, block_height, position, message_id, payload FROM webhook_outbox
+			WHERE webhook_id = $%d AND block_height >= $%d AND (block_height, position) > ($%d, $%d)
+			ORDER BY block_height, position LIMIT %d) AS h%d`, b, b+1, b+1, b+2, n, i)
+		args = append(args, q.webhookID, q.height, q.position)
+		at[q.webhookID] = i
+	}
+	rows, err := d.db.QueryContext(ctx, strings.Join(parts, " UNION ALL "), args...)
 	if err != nil {
-		return nil, fmt.Errorf("read queue head: %w", err)
+		return nil, fmt.Errorf("read queue heads: %w", err)
 	}
 	defer rows.Close()
-	var out []event
+	out := make([][]event, len(qs))
 	for rows.Next() {
+		var id string
 		var ev event
-		if err := rows.Scan(&ev.height, &ev.position, &ev.attempts, &ev.messageID, &ev.payload); err != nil {
-			return nil, fmt.Errorf("read queue head: %w", err)
+		if err := rows.Scan(&id, &ev.height, &ev.position, &ev.messageID, &ev.payload); err != nil {
+			return nil, fmt.Errorf("read queue heads: %w", err)
 		}
-		out = append(out, ev)
+		i := at[id]
+		if len(out[i]) == 0 {
+			ev.attempts = qs[i].attempts
+		}
+		out[i] = append(out[i], ev)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read queue heads: %w", err)
+	}
+	return out, nil
 }
 
 func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error) {
@@ -407,86 +490,162 @@ func (d *Deliverer) post(ctx context.Context, q *queue, body []byte) (int, error
 	return resp.StatusCode, nil
 }
 
-// record writes attempts (successes, then possibly one failure) to the
-// log and their outcomes to the events, the queue and the webhook, in tx
-// and a few statements whatever their number, and releases the queue, while
-// its lease is still ours (when it is not, another worker took the queue
-// over and nothing is written). A failure releases the queue until its
-// backoff has passed and counts against the webhook, deactivating it at
-// MaxFailures in a row; otherwise the queue goes behind those served longer
-// ago.
-func (d *Deliverer) record(ctx context.Context, tx *store.Tx, q *queue, as []attempt) error {
-	if len(as) == 0 {
-		_, err := tx.Exec(ctx, `UPDATE webhook_queues SET lease_owner = '', lease_until = 0, served_at = $1
-			WHERE webhook_id = $2 AND lease_owner = $3`, d.now().UnixMilli(), q.webhookID, q.worker)
-		return err
+// record writes a round's outcomes in tx, in a few statements whatever the
+// number of queues and attempts: each queue's cursor moves past its
+// delivered events, its pending count falls by as many, and it is
+// released (one UPDATE of the queue rows, only those whose lease is still
+// ours: a lease that ran out and was taken over writes nothing); then
+// every attempt goes to the delivery log (one INSERT) and the webhooks'
+// failure counts are set. A failure releases the queue until its backoff
+// has passed and counts against the webhook, deactivating it at
+// MaxFailures in a row; otherwise the queue goes behind those served
+// longer ago.
+func (d *Deliverer) record(ctx context.Context, tx *store.Tx, worker string, out []sent) error {
+	const cols = 7
+	var vals strings.Builder
+	args := make([]any, 0, cols*len(out)+1)
+	type failed struct {
+		n    int // failures in a row, this one included
+		last string
 	}
-	last := as[len(as)-1]
-	ok := as
-	if last.failure != "" {
-		ok = as[:len(as)-1]
-	}
-	var failures int
-	next := int64(0) // due at once, behind the queues served before it (served_at)
-	if last.failure != "" {
-		if err := tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&failures); err != nil {
-			return err
+	failures := map[string]failed{} // the webhooks whose last attempt failed
+	var stale []any
+	for i, s := range out {
+		q := s.q
+		if s.empty {
+			stale = append(stale, q.webhookID)
 		}
-		if len(ok) > 0 {
-			failures = 0 // the successes before it reset the count
-		}
-		next = last.end.Add(min(d.cfg.BaseBackoff<<min(failures, 30), d.cfg.MaxBackoff)).UnixMilli()
-	}
-	res, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = pending - $1, next_attempt_at = $2, served_at = $3, lease_owner = '', lease_until = 0
-		WHERE webhook_id = $4 AND lease_owner = $5`, len(ok), next, last.end.UnixMilli(), q.webhookID, q.worker)
-	if err != nil {
-		return err
-	}
-	// Fence: a lease that ran out and was taken over writes nothing.
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return err
-	}
-	if err := logAttempts(ctx, tx, q.webhookID, as); err != nil {
-		return err
-	}
-	if len(ok) > 0 {
-		// The delivered events, by message id (unique): one statement.
-		args := make([]any, 0, 2*len(ok))
-		var when, ids strings.Builder
-		for i, a := range ok {
-			fmt.Fprintf(&when, " WHEN $%d THEN CAST($%d AS BIGINT)", 2*i+1, 2*i+2)
-			if i > 0 {
-				ids.WriteByte(',')
+		ok, next, served := s.as, int64(0), d.now().UnixMilli() // due at once, behind the queues served before it
+		h, pos, att := q.height, q.position, q.attempts
+		if len(s.as) > 0 {
+			last := s.as[len(s.as)-1]
+			served = last.end.UnixMilli()
+			if last.failure != "" {
+				ok = s.as[:len(s.as)-1]
+				n := 0
+				if len(ok) == 0 { // the successes before it reset the count
+					if err := tx.QueryRow(ctx, `SELECT failures FROM webhooks WHERE id = $1`, q.webhookID).Scan(&n); err != nil {
+						return fmt.Errorf("webhook %s: %w", q.webhookID, err)
+					}
+				}
+				failures[q.webhookID] = failed{n + 1, last.failure}
+				next = last.end.Add(min(d.cfg.BaseBackoff<<min(n, 30), d.cfg.MaxBackoff)).UnixMilli()
+				att = last.ev.attempts + 1
 			}
-			fmt.Fprintf(&ids, "$%d", 2*i+1)
-			args = append(args, a.ev.messageID, a.end.UnixMilli())
+			if len(ok) > 0 {
+				h, pos = ok[len(ok)-1].ev.height, ok[len(ok)-1].ev.position
+				if last.failure == "" {
+					att = 0
+				}
+			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET status = 'delivered', delivered_at = CASE message_id`+when.String()+` END,
-			attempts = attempts + 1, last_error = '' WHERE message_id IN (`+ids.String()+`)`, args...); err != nil {
-			return fmt.Errorf("record deliveries: %w", err)
+		if i > 0 {
+			vals.WriteByte(',')
+		}
+		b := i*cols + 1
+		fmt.Fprintf(&vals, "($%d, CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS INTEGER), CAST($%d AS INTEGER))",
+			b, b+1, b+2, b+3, b+4, b+5, b+6)
+		args = append(args, q.webhookID, len(ok), next, served, h, pos, att)
+	}
+	if tx.Dialect() == store.Postgres {
+		// Lock the queue rows in webhook id order, as the emitter's Flush
+		// does: an UPDATE ... FROM locks in its join's order (a deadlock).
+		ids := make([]any, len(out))
+		for i, s := range out {
+			ids[i] = s.q.webhookID
+		}
+		if _, err := tx.Exec(ctx, `SELECT webhook_id FROM webhook_queues WHERE webhook_id IN (`+placeholders(1, len(ids))+`)
+			ORDER BY webhook_id FOR UPDATE`, ids...); err != nil {
+			return fmt.Errorf("lock queues: %w", err)
 		}
 	}
-	if last.failure != "" {
-		if _, err := tx.Exec(ctx, `UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $1 WHERE message_id = $2`,
-			truncateErr(last.failure), last.ev.messageID); err != nil {
-			return fmt.Errorf("record failure: %w", err)
+	args = append(args, worker)
+	rows, err := tx.Query(ctx, `UPDATE webhook_queues SET pending = pending - v.column2, next_attempt_at = v.column3, served_at = v.column4,
+		delivered_height = v.column5, delivered_position = v.column6, head_attempts = v.column7, lease_owner = '', lease_until = 0
+		FROM (VALUES `+vals.String()+`) AS v WHERE webhook_queues.webhook_id = v.column1 AND webhook_queues.lease_owner = $`+strconv.Itoa(len(args))+`
+		RETURNING webhook_id`, args...)
+	if err != nil {
+		return fmt.Errorf("release queues: %w", err)
+	}
+	ours := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return fmt.Errorf("release queues: %w", err)
+		}
+		ours[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("release queues: %w", err)
+	}
+	var logged []attempt
+	var logIDs []string
+	var reset []any
+	for _, s := range out {
+		if !ours[s.q.webhookID] || len(s.as) == 0 {
+			continue
+		}
+		logged = append(logged, s.as...)
+		for range s.as {
+			logIDs = append(logIDs, s.q.webhookID)
+		}
+		if _, bad := failures[s.q.webhookID]; !bad {
+			reset = append(reset, s.q.webhookID)
 		}
 	}
-	switch {
-	case last.failure == "":
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE id = $1 AND failures <> 0`, q.webhookID)
-	case failures+1 >= d.cfg.MaxFailures:
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1, status = 'inactive', inactive_reason = $2 WHERE id = $3`,
-			failures+1, fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", failures+1, truncateErr(last.failure)), q.webhookID)
-	default:
-		_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1 WHERE id = $2`, failures+1, q.webhookID)
+	if err := logAttempts(ctx, tx, logIDs, logged); err != nil {
+		return err
 	}
-	return err
+	if len(stale) > 0 {
+		// Nothing after the cursor although events were counted (a reindex
+		// raised events behind it, for addresses added since): count again
+		// rather than claim the queue at every poll.
+		if _, err := tx.Exec(ctx, `UPDATE webhook_queues SET pending = (SELECT COUNT(*) FROM webhook_outbox o
+			WHERE o.webhook_id = webhook_queues.webhook_id AND (o.block_height, o.position) > (webhook_queues.delivered_height, webhook_queues.delivered_position))
+			WHERE webhook_id IN (`+placeholders(1, len(stale))+`)`, stale...); err != nil {
+			return fmt.Errorf("recount queues: %w", err)
+		}
+	}
+	if len(reset) > 0 {
+		if _, err := tx.Exec(ctx, `UPDATE webhooks SET failures = 0 WHERE failures <> 0 AND id IN (`+placeholders(1, len(reset))+`)`,
+			reset...); err != nil {
+			return fmt.Errorf("reset failures: %w", err)
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(failures)) {
+		if !ours[id] {
+			continue
+		}
+		f := failures[id]
+		var err error
+		if f.n >= d.cfg.MaxFailures {
+			_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1, status = 'inactive', inactive_reason = $2 WHERE id = $3`,
+				f.n, fmt.Sprintf("deactivated after %d failed deliveries in a row; last: %s", f.n, truncateErr(f.last)), id)
+		} else {
+			_, err = tx.Exec(ctx, `UPDATE webhooks SET failures = $1 WHERE id = $2`, f.n, id)
+		}
+		if err != nil {
+			return fmt.Errorf("webhook %s: count failure: %w", id, err)
+		}
+	}
+	return nil
 }
 
-// logAttempts appends the attempts to the delivery log in one statement.
-func logAttempts(ctx context.Context, tx *store.Tx, webhookID string, as []attempt) error {
-	const cols = 7
+// logAttempts appends the attempts (of webhooks ids) to the delivery log,
+// many rows per statement.
+func logAttempts(ctx context.Context, tx *store.Tx, ids []string, as []attempt) error {
+	const cols, chunk = 7, 500
+	for len(as) > chunk {
+		if err := logAttempts(ctx, tx, ids[:chunk], as[:chunk]); err != nil {
+			return err
+		}
+		ids, as = ids[chunk:], as[chunk:]
+	}
+	if len(as) == 0 {
+		return nil
+	}
 	args := make([]any, 0, cols*len(as))
 	var vals strings.Builder
 	for i, a := range as {
@@ -494,7 +653,7 @@ func logAttempts(ctx context.Context, tx *store.Tx, webhookID string, as []attem
 			vals.WriteByte(',')
 		}
 		fmt.Fprintf(&vals, "($%d,$%d,$%d,$%d,$%d,$%d,$%d)", i*cols+1, i*cols+2, i*cols+3, i*cols+4, i*cols+5, i*cols+6, i*cols+7)
-		args = append(args, a.ev.messageID, a.ev.attempts+1, webhookID, a.end.UnixMilli(), a.code,
+		args = append(args, a.ev.messageID, a.ev.attempts+1, ids[i], a.end.UnixMilli(), a.code,
 			a.end.Sub(a.start).Milliseconds(), truncateErr(a.failure))
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (message_id, attempt, webhook_id, at, status_code, duration_ms, error)

@@ -228,11 +228,7 @@ func TestDeactivation(t *testing.T) {
 	if n := rcv.n.Load(); n != 5 {
 		t.Errorf("%d requests, want 5 (then none: the webhook is inactive)", n)
 	}
-	var pending int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
-		t.Fatal(err)
-	}
-	if pending == 0 {
+	if undelivered(t, ctx, db) == 0 {
 		t.Error("no event waits for the deactivated webhook")
 	}
 }
@@ -240,10 +236,7 @@ func TestDeactivation(t *testing.T) {
 func waitDelivered(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()
 	for {
-		var pending int
-		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox WHERE status = 'pending'`).Scan(&pending); err != nil {
-			t.Fatal(err)
-		}
+		pending := undelivered(t, ctx, db)
 		if pending == 0 {
 			return
 		}
@@ -252,6 +245,22 @@ func waitDelivered(t testing.TB, ctx context.Context, db *store.DB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// outboxStatus is each outbox event's delivery state, from its queue's
+// cursor (the events at or before it were delivered).
+const outboxStatus = `CASE WHEN q.webhook_id IS NOT NULL AND (o.block_height, o.position) <= (q.delivered_height, q.delivered_position)
+	THEN 'delivered' ELSE 'pending' END`
+
+// undelivered counts the outbox events after their queues' cursors.
+func undelivered(t testing.TB, ctx context.Context, db *store.DB) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_outbox o LEFT JOIN webhook_queues q ON q.webhook_id = o.webhook_id
+		WHERE `+outboxStatus+` = 'pending'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // deliverAll runs a deliverer with cfg until every event is delivered.
@@ -263,4 +272,74 @@ func deliverAll(t *testing.T, ctx context.Context, db *store.DB, cfg webhooks.De
 	}
 	defer d.Close()
 	waitDelivered(t, ctx, db)
+}
+
+// TestStaleQueue: events written behind a queue's cursor (a reindex raising
+// events of blocks already delivered, for addresses added since) are not
+// sent, and the queue's count of them is corrected rather than the queue
+// claimed at every poll; an event after the cursor is still delivered.
+func TestStaleQueue(t *testing.T) {
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db := storetest.Open(t, storetest.DSNFor(t, backend))
+			var hits atomic.Int64
+			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+			defer rcv.Close()
+			w := &webhooks.Webhook{EventType: webhooks.EventAddressActivity, URL: rcv.URL, ChainID: "43112", ChainKey: "C",
+				Status: webhooks.StatusActive, Metadata: []byte(`{}`), Keys: []string{"0x" + strings.Repeat("ab", 20)}}
+			if err := webhooks.NewRegistry(db, nil).Create(ctx, "owner", w); err != nil {
+				t.Fatal(err)
+			}
+			// Delivered up to block 10; events at 5 and 10 (behind or at the
+			// cursor) and the queue counting them as pending.
+			for _, h := range []int64{5, 10} {
+				if _, err := db.ExecContext(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+					VALUES ($1, $2, 0, $3, 'C', '{}', 0)`, w.ID, h, webhooks.MessageID(w.ID, "C", uint64(h), 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO webhook_queues (webhook_id, pending, delivered_height, delivered_position)
+				VALUES ($1, 2, 10, 0)`, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			pending := func() (n int64) {
+				if err := db.QueryRowContext(ctx, `SELECT pending FROM webhook_queues WHERE webhook_id = $1`, w.ID).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			d := webhooks.NewDeliverer(db, webhooks.DeliveryConfig{Workers: 2, Poll: 5 * time.Millisecond,
+				Policy: webhooks.URLPolicy{AllowLoopback: true}}, nil)
+			if err := d.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			for pending() != 0 {
+				if ctx.Err() != nil {
+					t.Fatal("the stale count was not corrected")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Errorf("%d events behind the cursor sent", n)
+			}
+			// A new event after the cursor, counted as the emitter's Flush does.
+			if _, err := db.ExecContext(ctx, `INSERT INTO webhook_outbox (webhook_id, block_height, position, message_id, chain_key, payload, created_at)
+				VALUES ($1, 11, 0, $2, 'C', '{}', 0)`, w.ID, webhooks.MessageID(w.ID, "C", 11, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE webhook_queues SET pending = pending + 1 WHERE webhook_id = $1`, w.ID); err != nil {
+				t.Fatal(err)
+			}
+			waitDelivered(t, ctx, db)
+			if n := hits.Load(); n != 1 {
+				t.Errorf("%d events sent, want the one after the cursor", n)
+			}
+			if p := pending(); p != 0 {
+				t.Errorf("pending %d after delivering everything", p)
+			}
+		})
+	}
 }

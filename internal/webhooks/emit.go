@@ -68,18 +68,27 @@ func (e *Emitter) Prepare(b *ingest.RawBlock) {
 }
 
 // Flush raises the pending counts of the queues of the events written
-// since the last Flush (in webhook id order: concurrent writers lock rows
-// in one order), after the inner indexer's Flush.
+// since the last Flush, after the inner indexer's Flush: one statement per
+// 500 queues, its rows in webhook id order (concurrent writers lock queue
+// rows in one order), so the batch holds the rows deliverers update only
+// while it commits.
 func (e *Emitter) Flush(ctx context.Context, tx *store.Tx) error {
 	if err := ingest.Flush(ctx, e.inner, tx); err != nil {
 		return err
 	}
-	for _, id := range slices.Sorted(maps.Keys(e.queued)) {
-		if n := e.queued[id]; n > 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES ($1, $2)
-				ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + $2`, id, n); err != nil {
-				return fmt.Errorf("webhooks %s: queue events: %w", e.chain, err)
-			}
+	ids := slices.Sorted(maps.Keys(e.queued))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		values := make([]string, len(chunk))
+		args := make([]any, 0, 2*len(chunk))
+		for i, id := range chunk {
+			values[i] = fmt.Sprintf("($%d, CAST($%d AS BIGINT))", 2*i+1, 2*i+2)
+			args = append(args, id, e.queued[id])
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_queues (webhook_id, pending) VALUES `+strings.Join(values, ", ")+`
+			ON CONFLICT (webhook_id) DO UPDATE SET pending = webhook_queues.pending + excluded.pending`, args...); err != nil {
+			return fmt.Errorf("webhooks %s: queue events: %w", e.chain, err)
 		}
 	}
 	clear(e.queued)

@@ -207,7 +207,10 @@ func TestEVMAddressActivity(t *testing.T) {
 				ids[row.messageID] = true
 			}
 
-			if _, err := db.ExecContext(ctx, `UPDATE webhook_outbox SET status = 'delivered'`); err != nil {
+			// Every event delivered: each queue's cursor at its last event.
+			if _, err := db.ExecContext(ctx, `UPDATE webhook_queues SET pending = 0,
+				delivered_height = (SELECT MAX(block_height) FROM webhook_outbox o WHERE o.webhook_id = webhook_queues.webhook_id),
+				delivered_position = (SELECT MAX(position) FROM webhook_outbox o WHERE o.webhook_id = webhook_queues.webhook_id)`); err != nil {
 				t.Fatal(err)
 			}
 			checkReindex(t, ctx, db, set)
@@ -238,7 +241,8 @@ type outboxRow struct{ messageID, payload, status string }
 
 func readOutbox(t *testing.T, ctx context.Context, db *store.DB) map[event]outboxRow {
 	t.Helper()
-	rows, err := db.QueryContext(ctx, `SELECT webhook_id, block_height, position, message_id, payload, status FROM webhook_outbox`)
+	rows, err := db.QueryContext(ctx, `SELECT o.webhook_id, o.block_height, o.position, o.message_id, o.payload, `+outboxStatus+`
+		FROM webhook_outbox o LEFT JOIN webhook_queues q ON q.webhook_id = o.webhook_id`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -90,11 +91,23 @@ func (r *Registry) Create(ctx context.Context, owner string, w *Webhook) error {
 	return nil
 }
 
+// insertKeys adds keys to webhook id, many rows per statement (a webhook
+// watches up to MaxKeysPerWebhook addresses: one statement each was most of
+// registering one).
 func insertKeys(ctx context.Context, tx *store.Tx, id string, keys []string) error {
-	for _, k := range keys {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_keys (webhook_id, key) VALUES ($1,$2)
-			ON CONFLICT (webhook_id, key) DO NOTHING`, id, k); err != nil {
-			return fmt.Errorf("webhooks: add key: %w", err)
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), 500)]
+		keys = keys[len(chunk):]
+		values := make([]string, len(chunk))
+		args := make([]any, 0, 1+len(chunk))
+		args = append(args, id)
+		for i, k := range chunk {
+			values[i] = fmt.Sprintf("($1, $%d)", i+2)
+			args = append(args, k)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_keys (webhook_id, key) VALUES `+strings.Join(values, ", ")+`
+			ON CONFLICT (webhook_id, key) DO NOTHING`, args...); err != nil {
+			return fmt.Errorf("webhooks: add keys: %w", err)
 		}
 	}
 	return nil
