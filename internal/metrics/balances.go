@@ -54,8 +54,11 @@ func BlockAt(ctx context.Context, db *store.DB, chain string, ts int64) (int64, 
 // since (no history read), else one primary-key seek of its balance history,
 // a chunk of holders a statement. Such a balance at or above the threshold,
 // or a range holding the holder's whole history (its maximum is in it),
-// decides; only the remaining holders' opening balance and range are read
-// (heldInRange).
+// decides. The others (their balance at the end is below the threshold)
+// are decided last, in the page's order, and only while one can still enter
+// the page: deciding one scans its history over the range (heldInRange),
+// thousands of rows for a busy holder, so on the hottest tokens deciding
+// every one of them cost hundreds of milliseconds a page.
 func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, threshold *big.Int, startBlock, endBlock int64, after *HeldBalance, n int) (page []HeldBalance, more bool, err error) {
 	thr := threshold.String()
 	cands, err := readCandidates(ctx, db, chain, token, ercType, thr)
@@ -63,6 +66,16 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 		return nil, false, err
 	}
 	best := &heldHeap{}
+	push := func(h HeldBalance) {
+		heap.Push(best, h)
+		if best.Len() > n+1 {
+			heap.Pop(best)
+		}
+	}
+	// beaten says whether a holder with balance b cannot enter the page:
+	// n+1 holders found, the last of them ahead of it.
+	beaten := func(b HeldBalance) bool { return best.Len() > n && !heldBefore(b, (*best)[0]) }
+	var undecided []HeldBalance
 	for i := 0; i < len(cands); {
 		if best.Len() > n && cands[i].max.Cmp((*best)[0].Balance) < 0 {
 			break // no later maximum reaches the page's last balance
@@ -79,8 +92,6 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 		if err != nil {
 			return nil, false, err
 		}
-		undecided := map[string]*big.Int{}
-		var held []HeldBalance
 		for _, c := range chunk {
 			bal := c.balance
 			if c.changed > endBlock {
@@ -98,19 +109,27 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 				continue // on an earlier page
 			}
 			if atLeast(bal, thr) || (startBlock < 0 && c.changed <= endBlock) {
-				held = append(held, h)
+				push(h)
 			} else {
-				undecided[c.addr] = v
+				undecided = append(undecided, h)
 			}
 		}
-		if held, err = heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, undecided, held); err != nil {
+	}
+	sort.Slice(undecided, func(i, j int) bool { return heldBefore(undecided[i], undecided[j]) })
+	for i := 0; i < len(undecided) && !beaten(undecided[i]); {
+		// As many as could fill the page if all were held: each read is a
+		// range scan, so none is read that the page may not need.
+		size := min(max(n+1-best.Len(), 1), heldChunk)
+		chunk := map[string]*big.Int{}
+		for ; i < len(undecided) && len(chunk) < size && !beaten(undecided[i]); i++ {
+			chunk[undecided[i].Address] = undecided[i].Balance
+		}
+		held, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk, nil)
+		if err != nil {
 			return nil, false, err
 		}
 		for _, h := range held {
-			heap.Push(best, h)
-			if best.Len() > n+1 {
-				heap.Pop(best)
-			}
+			push(h)
 		}
 	}
 	page = make([]HeldBalance, best.Len())
