@@ -51,7 +51,7 @@ func TestCommandFlags(t *testing.T) {
 		has, lacks []string
 	}{
 		{"status", []string{"-db", "-config", "-log-format"}, []string{"-listen", "-node", "-tier", "-ipfs-gateway"}},
-		{"index", []string{"-db", "-node", "-genesis", "-batch-size", "-poll"}, []string{"-listen", "-tier", "-export-dir"}},
+		{"index", []string{"-db", "-node", "-genesis", "-batch-size", "-poll", "-no-traces"}, []string{"-listen", "-tier", "-export-dir"}},
 		{"serve", []string{"-db", "-node", "-listen", "-tier", "-export-dir", "-heartbeat-timeout"}, nil},
 		{"replay", []string{"-listen"}, []string{"-db", "-node"}},
 		{"keys", []string{"-db", "-tier"}, []string{"-listen", "-node"}},

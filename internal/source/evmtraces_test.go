@@ -1,8 +1,11 @@
 package source_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -70,6 +73,71 @@ func TestBlocksTraces(t *testing.T) {
 			}
 			if e.Traces() != tt.wantTraces {
 				t.Fatalf("Traces() = %v", e.Traces())
+			}
+		})
+	}
+}
+
+// Answers a node gives for a height it cannot serve fail the fetch naming
+// the height and the node's message (the chain then stalls: status shows
+// it), and tracing stays on (no notice: blocks are never indexed without
+// the traces the node was asked for). A pruned C-chain with the
+// debug-tracer API cannot trace old blocks; coreth cuts a batch answer at
+// its batch-response-max-size (docs/operations.md, mainnet and Fuji).
+func TestBlocksNodeCannotServe(t *testing.T) {
+	traced := evm.NewTracedGenerator(3, 5)
+	var blocks []ingest.RawBlock
+	for i := 0; i < 8; i++ {
+		blocks = append(blocks, traced.Next())
+	}
+	node, err := evmsim.New(43112, blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, method, code, message, want string
+	}{
+		// coreth's eth/state_accessor.go
+		{"pruned state", "debug_traceBlockByNumber", "-32000", "required historical state unavailable (reexec=128)", "debug_traceBlockByNumber(6)"},
+		// libevm's rpc/handler.go past batch-response-max-size
+		{"answer too large", "eth_getBlockByNumber", "-32003", "response too large", "eth_getBlockByNumber(6)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var reqs []map[string]any
+				if err := json.NewDecoder(r.Body).Decode(&reqs); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				answers := make([]json.RawMessage, len(reqs))
+				for i, req := range reqs {
+					if req["method"] == tt.method && req["params"].([]any)[0] == "0x6" {
+						answers[i] = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%v,"error":{"code":%s,"message":%q}}`, req["id"], tt.code, tt.message)
+						continue
+					}
+					body, _ := json.Marshal(req)
+					rec := httptest.NewRecorder()
+					node.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
+					answers[i] = rec.Body.Bytes()
+				}
+				json.NewEncoder(w).Encode(answers) //nolint:errcheck // a failed write fails the client's read
+			}))
+			defer srv.Close()
+			e, err := source.NewEVM(context.Background(), srv.URL, source.EVMOptions{BatchSize: 4, Concurrency: 1,
+				Retry: source.Retry{MaxAttempts: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if _, err := e.Blocks(context.Background(), 0, 3); err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Blocks(context.Background(), 4, 7)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.message) {
+				t.Fatalf("blocks 4..7: %v", err)
+			}
+			if !e.Traces() || e.TraceNotice() != "" {
+				t.Fatalf("tracing turned off (Traces %v, notice %q)", e.Traces(), e.TraceNotice())
 			}
 		})
 	}
