@@ -36,6 +36,7 @@ func DefaultCacheDir() string {
 // Dataset is an open, generated database.
 type Dataset struct {
 	DB       *store.DB
+	DSN      string // for another process (StartReplica)
 	Manifest *Manifest
 	Backend  string
 	close    []func()
@@ -100,7 +101,7 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Dataset{DB: db, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
+	return &Dataset{DB: db, DSN: "sqlite:" + path, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
 }
 
 // SampleEVM fills m's sampled keys: the hashes of every 97th block's first
@@ -248,7 +249,7 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		ds.Close()
 		return nil, err
 	}
-	ds.DB, ds.Manifest = db, m
+	ds.DB, ds.DSN, ds.Manifest = db, pg.dsn(), m
 	ds.close = append(ds.close, func() { db.Close() })
 	return ds, nil
 }
