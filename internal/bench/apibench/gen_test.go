@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -82,41 +81,14 @@ func dumpTables(ctx context.Context, t *testing.T, db *store.DB) map[string]stri
 		if table == "schema_migrations" {
 			continue
 		}
-		rows, err := db.QueryContext(ctx, `SELECT * FROM `+table)
-		if err != nil {
-			t.Fatalf("%s: %v", table, err)
+		var skip []string
+		if table == "checkpoints" {
+			skip = []string{"updated_at"}
 		}
-		cols, err := rows.Columns()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var lines []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatalf("%s: %v", table, err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if table == "checkpoints" && cols[i] == "updated_at" {
-					continue
-				}
-				fmt.Fprintf(&b, "%v|", v)
-			}
-			lines = append(lines, b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("%s: %v", table, err)
-		}
-		rows.Close()
+		lines := storetest.Rows(t, db, `SELECT * FROM `+table, skip...)
 		if len(lines) == 0 {
 			continue
 		}
-		sort.Strings(lines)
 		out[table] = fmt.Sprintf("%d rows %x", len(lines), sha256.Sum256([]byte(strings.Join(lines, "\n"))))
 	}
 	return out
