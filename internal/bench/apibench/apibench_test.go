@@ -41,6 +41,8 @@ func envInt(name string, def int) int {
 //	                    (X5Config: five times full), or x5evm (its EVM chain
 //	                    with a tiny primary network)
 //	APIBENCH_EVM_BLOCKS the EVM chain's blocks instead of the scale's
+//	APIBENCH_KEEP       set: fail rather than regenerate a missing or stale
+//	                    dataset (regenerating deletes the cached one first)
 //	APIBENCH_REPLICA    set: serve from a child process (StartReplica) and
 //	                    report its peak RSS (VmHWM)
 //
@@ -78,7 +80,7 @@ func BenchmarkAPI(b *testing.B) {
 		dir = DefaultCacheDir() + scale
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cache := &Cache{Dir: dir, Log: log}
+	cache := &Cache{Dir: dir, Log: log, Keep: os.Getenv("APIBENCH_KEEP") != ""}
 	var out strings.Builder
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
