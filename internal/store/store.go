@@ -95,7 +95,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	if strings.HasSuffix(base, "?") {
 		sep = ""
 	}
-	common := sep + "_busy_timeout=10000&_foreign_keys=off&_cache_size=-65536"
+	common := sep + "_busy_timeout=10000&_foreign_keys=off"
 	if !memory {
 		common += "&_synchronous=NORMAL"
 	}
@@ -104,7 +104,8 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	// sets WAL mode itself, after the page size of a new database. Its
 	// connection takes no mutex per call (_mutex=no): database/sql hands a
 	// connection to one goroutine at a time.
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + fmt.Sprintf("&_txlock=immediate&_mutex=no&_stmt_cache_size=%d", writerStmtCache),
+	w := sql.OpenDB(sqliteConnector{dsn: base + common + fmt.Sprintf("&_cache_size=-%d&_txlock=immediate&_mutex=no&_stmt_cache_size=%d",
+		writerCacheKiB, writerStmtCache),
 		pragmas: writerPragmas(!memory)})
 	if !memory {
 		common += "&_journal_mode=WAL"
@@ -126,7 +127,7 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 		// SQLITE_LOCKED between readers and the writer.
 		db.read = w
 	} else {
-		r, err := sql.Open("sqlite3", base+common+"&mode=ro")
+		r, err := sql.Open("sqlite3", base+common+fmt.Sprintf("&_cache_size=-%d&mode=ro", readerCacheKiB))
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("store: open sqlite reader: %w", err)
@@ -443,6 +444,16 @@ func splitStatements(body string) []string {
 // multi-row inserts, one per table and row count, were prepared again in
 // every transaction (4% of the writer's time).
 const writerStmtCache = 512
+
+// writerCacheKiB is the writer's page cache.
+const writerCacheKiB = 65536
+
+// readerCacheKiB is each read connection's page cache. The pages are in the
+// OS page cache anyway (a miss here costs a read call and a copy); eight
+// readers at the writer's 64 MiB each took an API replica to a 484 MB peak
+// RSS under 8 clients on the five-times dataset (docs/benchmarks.md "Five
+// million rows"), 16 MiB each bounds them to 128 MiB.
+const readerCacheKiB = 16384
 
 // pageSize is the page size of a new SQLite database (see writerPragmas).
 const pageSize = 8192

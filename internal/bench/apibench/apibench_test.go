@@ -3,6 +3,7 @@ package apibench
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strconv"
@@ -34,10 +35,19 @@ func envInt(name string, def int) int {
 //	APIBENCH_SECONDS    5 seconds per endpoint (after 200 warm-up requests)
 //	APIBENCH_REQUESTS   5000 requests per endpoint at most
 //	APIBENCH_DIR        the cache (DefaultCacheDir(), with -smoke for the smoke scale)
-//	APIBENCH_SCALE      full, smoke (a tiny dataset, to try the harness), or evm
+//	APIBENCH_SCALE      full, smoke (a tiny dataset, to try the harness), evm
 //	                    (the full EVM chain with a tiny primary network: the
-//	                    EVM endpoints' dataset in a third of the time)
+//	                    EVM endpoints' dataset in a third of the time), or x5
+//	                    (X5Config: five times full), or x5evm (its EVM chain
+//	                    with a tiny primary network)
 //	APIBENCH_EVM_BLOCKS the EVM chain's blocks instead of the scale's
+//	APIBENCH_KEEP       set: fail rather than regenerate a missing or stale
+//	                    dataset (regenerating deletes the cached one first)
+//	APIBENCH_REPLICA    set: serve from a child process (StartReplica) and
+//	                    report its peak RSS (VmHWM)
+//
+// After the endpoints, "mixed" runs a weighted mix of them as one load
+// (Mixed): its req/s is the aggregate throughput.
 //
 // go test ./internal/bench/apibench -run '^$' -bench BenchmarkAPI -benchtime 1x -timeout 3h
 func BenchmarkAPI(b *testing.B) {
@@ -48,6 +58,10 @@ func BenchmarkAPI(b *testing.B) {
 		cfg, scale = SmokeConfig(), "-smoke"
 	case "evm":
 		cfg, scale = EVMConfig(), "-evm"
+	case "x5":
+		cfg, scale = X5Config(), "-x5"
+	case "x5evm":
+		cfg, scale = evmOnly(X5Config()), "-x5evm"
 	}
 	if n := envInt("APIBENCH_EVM_BLOCKS", 0); n > 0 {
 		// A dataset of another EVM size, e.g. the smoke one with enough
@@ -66,7 +80,7 @@ func BenchmarkAPI(b *testing.B) {
 		dir = DefaultCacheDir() + scale
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	cache := &Cache{Dir: dir, Log: log}
+	cache := &Cache{Dir: dir, Log: log, Keep: os.Getenv("APIBENCH_KEEP") != ""}
 	var out strings.Builder
 	for _, backend := range backends {
 		b.Run(backend, func(b *testing.B) {
@@ -96,9 +110,20 @@ func BenchmarkAPI(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			var replica *Replica
+			if os.Getenv("APIBENCH_REPLICA") != "" {
+				// The load goes to a child process, whose peak RSS is an API
+				// replica's (the in-process server above stays idle).
+				if replica, err = StartReplica(ctx, ds.DSN); err != nil {
+					b.Fatal(err)
+				}
+				defer replica.Stop()
+				base = replica.Base
+			}
 			loadBefore := LoadAverage()
 			var results []Result
-			for i, sc := range Scenarios(m) {
+			scenarios := Scenarios(m)
+			for i, sc := range append(scenarios, Mixed(scenarios)) {
 				b.Run(sc.Name, func(b *testing.B) {
 					r := Run(ctx, base, sc, load, int64(i))
 					results = append(results, r)
@@ -118,10 +143,19 @@ func BenchmarkAPI(b *testing.B) {
 					}
 				})
 			}
+			memory := ""
+			if replica != nil {
+				peak, now, err := replica.Memory()
+				if err != nil {
+					b.Fatal(err)
+				}
+				memory = fmt.Sprintf("; replica VmHWM %.0f MB, VmRSS %.0f MB", float64(peak)/1e6, float64(now)/1e6)
+				log.Info("replica memory", "VmHWM_MB", peak>>20, "VmRSS_MB", now>>20)
+			}
 			cancel()
 			<-done
-			fmt.Fprintf(&out, "\n%s", Markdown(fmt.Sprintf("### %s (%s; %d clients, %s per endpoint; load average %s before, %s after)",
-				backend, datasetLine(ds.DB, m), load.Clients, load.Duration, loadBefore, LoadAverage()), results))
+			fmt.Fprintf(&out, "\n%s", Markdown(fmt.Sprintf("### %s (%s; %d clients, %s per endpoint; load average %s before, %s after%s)",
+				backend, datasetLine(ds.DB, m), load.Clients, load.Duration, loadBefore, LoadAverage(), memory), results))
 		})
 	}
 	fmt.Println(out.String())
@@ -154,11 +188,13 @@ func TestSmoke(t *testing.T) {
 			m.EVMTransfers, m.UTXOs, m.ICMMessages, m.Stakers, m.RewardUTXOs, len(m.ERC1155Holders), len(m.NFTTokenIDs))
 	}
 	dsts := map[string]*store.DB{"sqlite": src.DB}
-	pg := storetest.Open(t, storetest.PostgresDSN(t))
+	pgDSN := storetest.PostgresDSN(t)
+	pg := storetest.Open(t, pgDSN)
 	if err := copyDatabase(ctx, src.DB, pg, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	dsts["postgres"] = pg
+	dsns := map[string]string{"sqlite": src.DSN, "postgres": pgDSN}
 	for _, name := range []string{"sqlite", "postgres"} {
 		t.Run(name, func(t *testing.T) {
 			db := dsts[name]
@@ -183,7 +219,8 @@ func TestSmoke(t *testing.T) {
 			// Some balance listings of the tiny dataset fit one page; most
 			// listings must have been continued.
 			listings, continued := 0, 0
-			for i, sc := range Scenarios(m) {
+			scenarios := Scenarios(m)
+			for i, sc := range append(scenarios, Mixed(scenarios)) {
 				r := Run(ctx, base, sc, Load{Clients: 2, Duration: time.Minute, Requests: 30}, int64(i))
 				if r.Requests != 30 || r.Errors > 0 {
 					t.Errorf("%s: %d requests, %d errors, e.g. %s", sc.Name, r.Requests, r.Errors, r.ErrSample)
@@ -198,6 +235,42 @@ func TestSmoke(t *testing.T) {
 			if continued < listings/2 {
 				t.Errorf("only %d of %d listings were continued with a page token", continued, listings)
 			}
+			// The same mix from a replica child process, whose memory is read.
+			replica, err := StartReplica(ctx, dsns[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer replica.Stop()
+			if r := Run(ctx, replica.Base, Mixed(scenarios), Load{Clients: 2, Duration: time.Minute, Requests: 100}, 1); r.Requests != 100 || r.Errors > 0 {
+				t.Errorf("replica: %d requests, %d errors, e.g. %s", r.Requests, r.Errors, r.ErrSample)
+			}
+			if peak, now, err := replica.Memory(); err != nil || peak < now || now < 1<<20 {
+				t.Errorf("replica memory: peak %d, now %d bytes, %v", peak, now, err)
+			}
 		})
 	}
+}
+
+// TestReplicaChild is StartReplica's child: it serves the database named by
+// ReplicaEnv until its stdin closes (skipped in a normal test run).
+func TestReplicaChild(t *testing.T) {
+	dsn := os.Getenv(ReplicaEnv)
+	if dsn == "" {
+		t.Skip("the child process of StartReplica")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	base, done, err := Serve(ctx, db, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("replica listening on %s\n", base)
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it, or exits
+	cancel()
+	<-done
 }

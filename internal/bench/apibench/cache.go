@@ -26,6 +26,9 @@ import (
 type Cache struct {
 	Dir string
 	Log *slog.Logger
+	// Keep: a missing or stale dataset is an error instead of being
+	// regenerated (a regeneration first deletes the cached one).
+	Keep bool
 }
 
 // DefaultCacheDir is os.TempDir()/permafrost-apibench-<Version>.
@@ -36,6 +39,7 @@ func DefaultCacheDir() string {
 // Dataset is an open, generated database.
 type Dataset struct {
 	DB       *store.DB
+	DSN      string // for another process (StartReplica)
 	Manifest *Manifest
 	Backend  string
 	close    []func()
@@ -55,6 +59,9 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 	path := filepath.Join(dir, "permafrost.db")
 	m, err := readManifest(dir)
 	if err != nil || m.Version != Version || m.Config != cfg {
+		if c.Keep {
+			return nil, fmt.Errorf("no SQLite dataset of this version and configuration in %s, and the cache is kept", dir)
+		}
 		c.Log.Info("generating the SQLite dataset", "dir", dir)
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
@@ -100,7 +107,7 @@ func (c *Cache) OpenSQLite(ctx context.Context, cfg Config) (*Dataset, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Dataset{DB: db, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
+	return &Dataset{DB: db, DSN: "sqlite:" + path, Manifest: m, Backend: "sqlite", close: []func(){func() { db.Close() }}}, nil
 }
 
 // SampleEVM fills m's sampled keys: the hashes of every 97th block's first
@@ -171,6 +178,9 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 	dir := filepath.Join(c.Dir, "postgres")
 	m, err := readManifest(dir)
 	fresh := err != nil || m.Version != Version || m.Config != cfg
+	if fresh && c.Keep {
+		return nil, fmt.Errorf("no PostgreSQL dataset of this version and configuration in %s, and the cache is kept", dir)
+	}
 	if fresh {
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, err
@@ -248,7 +258,7 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		ds.Close()
 		return nil, err
 	}
-	ds.DB, ds.Manifest = db, m
+	ds.DB, ds.DSN, ds.Manifest = db, pg.dsn(), m
 	ds.close = append(ds.close, func() { db.Close() })
 	return ds, nil
 }

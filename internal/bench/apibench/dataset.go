@@ -49,10 +49,22 @@ func FullConfig() Config {
 // EVMConfig is FullConfig's EVM chain (the same seed and sizes: the same
 // EVM rows) with SmokeConfig's primary network: for measuring the EVM
 // endpoints without generating the primary network's million UTXOs.
-func EVMConfig() Config {
-	c, s := FullConfig(), SmokeConfig()
+func EVMConfig() Config { return evmOnly(FullConfig()) }
+
+// evmOnly is c's EVM chain with SmokeConfig's primary network.
+func evmOnly(c Config) Config {
+	s := SmokeConfig()
 	c.Addresses, c.XTxs, c.PTxs, c.Nodes, c.TxsPerBlock = s.Addresses, s.XTxs, s.PTxs, s.Nodes, s.TxsPerBlock
 	return c
+}
+
+// X5Config is five times FullConfig (issue #22): at least 5 million EVM
+// token transfers and 5 million UTXOs. The traced EVM chain has 10.8
+// transfers per 20-tx block (a quarter of its txs are the wrapper's), so 5
+// million transfers take 470,000 blocks: 9.4 million txs.
+func X5Config() Config {
+	return Config{Seed: 1, EVMBlocks: 470_000, TxPerBlock: 20, Addresses: 50_000, XTxs: 2_000_000, PTxs: 400_000,
+		Nodes: 2000, TxsPerBlock: 10, Subnets: 2000}
 }
 
 // SmokeConfig is a tiny dataset of the same shape (tests).

@@ -33,7 +33,6 @@ import (
 var topicTransferSingle = crypto.Keccak256Hash([]byte("TransferSingle(address,address,address,uint256,uint256)"))
 
 const (
-	evmBatch       = 100 // blocks per store transaction, as the ingest driver
 	erc1155Count   = 4
 	erc1155IDs     = 300
 	icmApps        = 60
@@ -316,7 +315,7 @@ func (g *generator) generateEVM(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		for end := min(h+evmBatch, total); h < end; h++ {
+		for end := min(h+g.batch.evm, total); h < end; h++ {
 			rb := gen.Next()
 			if rb.Height == 1 {
 				if cs := firstContracts(rb.Bytes); len(cs) > 0 {
@@ -363,7 +362,7 @@ func (g *generator) generateEVM(ctx context.Context) error {
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("commit evm batch: %w", err)
 		}
-		if h%10_000 < evmBatch {
+		if h%10_000 < g.batch.evm {
 			g.log.Info("evm blocks", "height", h, "of", total, "elapsed", time.Since(start).Round(time.Second))
 		}
 	}

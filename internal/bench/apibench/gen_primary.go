@@ -40,9 +40,8 @@ const (
 	faucetFunds = 1 << 62               // the faucets' initial UTXO
 	assetSupply = 1_000_000_000_000_000 // other assets' initial supply
 	otherAssets = 4
-	xBlockStep  = 2  // seconds between X blocks
-	pChainDays  = 8  // the P-chain's span (stakers need days of chain time)
-	blocksPerTx = 20 // blocks per store transaction
+	xBlockStep  = 2 // seconds between X blocks
+	pChainDays  = 8 // the P-chain's span (stakers need days of chain time)
 	genesisTime = 1_700_000_000
 	maxHeight   = 1<<63 - 1
 	day         = 86_400
@@ -216,7 +215,7 @@ func blockID(c *chain) ids.ID {
 }
 
 // closeBlock writes the open block (as xchain/pchain do) and commits every
-// blocksPerTx blocks.
+// g.batch.px blocks.
 func (c *chain) closeBlock(ctx context.Context) error {
 	js, _ := json.Marshal(c.txIDs)
 	pid, ppid, pnode := c.proposer()
@@ -243,7 +242,7 @@ func (c *chain) closeBlock(ctx context.Context) error {
 		return fmt.Errorf("put %s block %d: %w", c.key, c.height, err)
 	}
 	c.blocks++
-	if c.blocks >= blocksPerTx {
+	if c.blocks >= c.g.batch.px {
 		if err := c.commit(ctx); err != nil {
 			return err
 		}
