@@ -93,6 +93,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 		b.Run(backend, func(b *testing.B) {
 			var wall, cpu, server, nodeCPU time.Duration
 			var written int64
+			var pgStats pgWriteStats
 			var dbBytes int64
 			resetPeakRSS()
 			for i := 0; i < b.N; i++ {
@@ -155,6 +156,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, log)
 				stopProfile := startProfile(b, backend)
 				srv := newServerCPU(b, db)
+				pgw := startPGWrites(b, db)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
 				node0 := pidCPU(nodePID)
@@ -179,6 +181,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				nodeCPU += pidCPU(nodePID) - node0
 				written += writtenBytes() - io0
 				server += srv.used()
+				pgStats.add(pgw.stop(b))
 				stopProfile()
 				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(n-1) {
 					b.Fatalf("checkpoint %d (%v), want %d", h, err, n-1)
@@ -198,6 +201,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 			if backend == "postgres" {
 				b.ReportMetric(server.Seconds()/per, "server_cpu_s")
 				b.ReportMetric(blocks/(cpu+server).Seconds(), "blocks/total-cpu-s")
+				b.ReportMetric(float64(server.Microseconds())/1000/blocks, "server_cpu_ms/block")
+				b.ReportMetric(float64(cpu.Microseconds())/1000/blocks, "cpu_ms/block")
+				b.ReportMetric(float64(pgStats.wal)/blocks/1024, "wal_KB/block")
+				b.ReportMetric(pgStats.durable, "durable")
 			} else {
 				b.ReportMetric(float64(written)/blocks/1024, "written_KB/block")
 				b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
@@ -471,4 +478,97 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// PostgreSQL write path figures (issue #22): WAL bytes per block, whether the
+// server ran durable (fsync and synchronous_commit on: set them with
+// storetest.ServerOptionsEnv), and, when the cluster preloads
+// pg_stat_statements and BENCH_PG_STATEMENTS is set, the server's time per
+// statement of the timed part, printed to stderr.
+
+type pgWrites struct {
+	db       *store.DB
+	lsn      string
+	profile  bool
+	durable  bool
+	disabled bool
+}
+
+type pgWriteStats struct {
+	wal     int64
+	durable float64 // 1 when every run was durable
+	runs    int
+}
+
+func (s *pgWriteStats) add(r pgWriteStats) {
+	if s.runs == 0 {
+		s.durable = 1
+	}
+	s.wal += r.wal
+	s.durable = min(s.durable, r.durable)
+	s.runs++
+}
+
+func startPGWrites(b *testing.B, db *store.DB) *pgWrites {
+	if db.Dialect() != store.Postgres {
+		return &pgWrites{disabled: true}
+	}
+	ctx := context.Background()
+	w := &pgWrites{db: db}
+	var fsync, syncCommit string
+	if err := db.QueryRowContext(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit); err != nil {
+		b.Fatal(err)
+	}
+	w.durable = fsync == "on" && syncCommit != "off" && syncCommit != "local"
+	if os.Getenv("BENCH_PG_STATEMENTS") != "" {
+		if _, err := db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			b.Fatalf("BENCH_PG_STATEMENTS needs %s='-c shared_preload_libraries=pg_stat_statements': %v", storetest.ServerOptionsEnv, err)
+		}
+		if _, err := db.ExecContext(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+			b.Fatal(err)
+		}
+		w.profile = true
+	}
+	if err := db.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&w.lsn); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func (w *pgWrites) stop(b *testing.B) pgWriteStats {
+	if w.disabled {
+		return pgWriteStats{}
+	}
+	ctx := context.Background()
+	var r pgWriteStats
+	if err := w.db.QueryRowContext(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", w.lsn).Scan(&r.wal); err != nil {
+		b.Fatal(err)
+	}
+	if w.durable {
+		r.durable = 1
+	}
+	if !w.profile {
+		return r
+	}
+	rows, err := w.db.QueryContext(ctx, `SELECT calls, rows, total_exec_time, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT 30`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	fmt.Fprintf(os.Stderr, "%10s %10s %10s %12s  %s\n", "calls", "rows", "exec_ms", "wal_bytes", "statement")
+	for rows.Next() {
+		var calls, n, walBytes int64
+		var ms float64
+		var q string
+		if err := rows.Scan(&calls, &n, &ms, &walBytes, &q); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "%10d %10d %10.1f %12d  %s\n", calls, n, ms, walBytes, q)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

@@ -119,6 +119,10 @@ type insertSpec struct {
 	cols   []column
 	suffix string // e.g. ON CONFLICT ... DO UPDATE ...
 	perRow int    // columns that are not block columns
+	// copyBatch: on PostgreSQL the rows wait for the batch's Flush and go
+	// by one COPY per batch (pgWriter). Only for tables nothing reads inside
+	// the batch's transaction and without a conflict clause.
+	copyBatch bool
 
 	mu      sync.Mutex
 	queries map[int]string // SQLite: VALUES statement per row count
@@ -135,6 +139,13 @@ func newInsert(table string, cols []column, suffix string) *insertSpec {
 	}
 	s.unnest = s.buildUnnest()
 	s.pgOne = s.buildValues(1, false)
+	return s
+}
+
+// batchCopied marks s's rows to be loaded once per batch on PostgreSQL
+// (copyBatch).
+func batchCopied(s *insertSpec) *insertSpec {
+	s.copyBatch = true
 	return s
 }
 

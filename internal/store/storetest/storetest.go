@@ -60,6 +60,19 @@ func RemoveAtExit(dir string) {
 	atExitMu.Unlock()
 }
 
+// ServerOptionsEnv names the environment variable whose value is appended to
+// the throwaway cluster's server options (e.g. "-c fsync=on -c
+// synchronous_commit=on -c full_page_writes=on" for a durable server, or
+// "-c shared_preload_libraries=pg_stat_statements" to profile): the defaults
+// favour test speed over durability.
+const ServerOptionsEnv = "STORETEST_PG_OPTS"
+
+// ServerPortEnv names the environment variable that points the tests at an
+// already running server on 127.0.0.1 (user postgres, trust authentication)
+// instead of a throwaway cluster: its databases are kept after the tests, to
+// inspect them (EXPLAIN, statistics) or to reuse a large benchmark dataset.
+const ServerPortEnv = "STORETEST_PG_PORT"
+
 // StartCluster initialises and starts a PostgreSQL cluster in a new temporary
 // directory on a free loopback port. As root, the server runs as the
 // "postgres" user (PostgreSQL refuses to run as root).
@@ -105,6 +118,9 @@ func StartCluster() (*Cluster, error) {
 			break
 		}
 		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB", c.port, dir)
+		if extra := os.Getenv(ServerOptionsEnv); extra != "" {
+			opts += " " + extra // later -c options win
+		}
 		out, serr := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
 		if serr == nil {
 			return c, nil
@@ -115,8 +131,12 @@ func StartCluster() (*Cluster, error) {
 	return nil, err
 }
 
-// Stop stops the server and removes its directory.
+// Stop stops the server and removes its directory (not a server of
+// ServerPortEnv's, which the tests did not start).
 func (c *Cluster) Stop() {
+	if c.run == nil {
+		return
+	}
 	c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "immediate", "-w", "stop").Run() //nolint:errcheck
 	os.RemoveAll(c.dir)
 }
@@ -144,7 +164,18 @@ func (c *Cluster) NewDatabase(ctx context.Context) (string, error) {
 // starting it on first use. The test fails if PostgreSQL cannot start.
 func PostgresDSN(t testing.TB) string {
 	t.Helper()
-	clusterOnce.Do(func() { cluster, clusterErr = StartCluster() })
+	clusterOnce.Do(func() {
+		if p := os.Getenv(ServerPortEnv); p != "" {
+			port, err := strconv.Atoi(p)
+			if err != nil {
+				clusterErr = fmt.Errorf("%s=%q: %w", ServerPortEnv, p, err)
+				return
+			}
+			cluster = &Cluster{port: port}
+			return
+		}
+		cluster, clusterErr = StartCluster()
+	})
 	if clusterErr != nil {
 		t.Fatalf("postgres: %v", clusterErr)
 	}
