@@ -1,8 +1,12 @@
 package evm
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,16 +40,17 @@ type pgWriter struct {
 	arena  []byte    // the copies' byte values (the parsed block is reused)
 }
 
-// pgCopy holds one table's rows of the batch, full rows back to back.
+// pgCopy holds one table's rows of the batch, full rows back to back, and
+// the order to send them in.
 type pgCopy struct {
-	spec *insertSpec
-	vals []any
-	next int // CopyFromSource position, in rows
+	spec  *insertSpec
+	vals  []any
+	order []int32 // row numbers, sorted by the table's key (sortRows)
+	next  int     // CopyFromSource position in order
 }
 
 func (c *pgCopy) Next() bool {
-	w := len(c.spec.cols)
-	if (c.next+1)*w > len(c.vals) {
+	if c.next >= len(c.order) {
 		return false
 	}
 	c.next++
@@ -54,7 +59,57 @@ func (c *pgCopy) Next() bool {
 
 func (c *pgCopy) Values() ([]any, error) {
 	w := len(c.spec.cols)
-	return c.vals[(c.next-1)*w : c.next*w], nil
+	i := int(c.order[c.next-1])
+	return c.vals[i*w : (i+1)*w], nil
+}
+
+// sortRows orders the rows by the table's key columns (copyKey), stable:
+// rows were kept in block order, the key's last column. Index entries then
+// go in key order: each B-tree leaf is found once per run of neighbours
+// instead of once per row at a random place (the history tables' and the
+// address links' keys start with an address).
+func (c *pgCopy) sortRows() {
+	w := len(c.spec.cols)
+	n := len(c.vals) / w
+	c.order = c.order[:0]
+	for i := range n {
+		c.order = append(c.order, int32(i))
+	}
+	key := c.spec.copyKey
+	if len(key) == 0 {
+		return
+	}
+	slices.SortStableFunc(c.order, func(a, b int32) int {
+		ra, rb := c.vals[int(a)*w:], c.vals[int(b)*w:]
+		for _, k := range key {
+			if d := compareValue(ra[k], rb[k]); d != 0 {
+				return d
+			}
+		}
+		return 0
+	})
+}
+
+// compareValue orders two values of one column (bytes, text or integers;
+// NULL first).
+func compareValue(a, b any) int {
+	switch x := a.(type) {
+	case []byte:
+		y, _ := b.([]byte)
+		return bytes.Compare(x, y)
+	case string:
+		y, _ := b.(string)
+		return strings.Compare(x, y)
+	case int64:
+		y, _ := b.(int64)
+		return cmp.Compare(x, y)
+	case nil:
+		if b == nil {
+			return 0
+		}
+		return -1
+	}
+	return 0
 }
 
 func (c *pgCopy) Err() error { return nil }
@@ -93,6 +148,7 @@ func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
 		if len(c.vals) == 0 {
 			continue
 		}
+		c.sortRows()
 		c.next = 0
 		cols := make([]string, len(c.spec.cols))
 		for i, col := range c.spec.cols {
@@ -114,6 +170,7 @@ func (p *pgWriter) discard() {
 	for _, c := range p.copies {
 		clear(c.vals)
 		c.vals = c.vals[:0]
+		c.order = c.order[:0]
 	}
 	// A fresh arena: the copied rows' slices point into the old one.
 	p.arena = nil
