@@ -22,8 +22,8 @@ const zeroAddress = "0x0000000000000000000000000000000000000000"
 // per term).
 const pairsPerStatement = 100
 
-const selBlockNFTTransfers = `SELECT token, from_addr, to_addr FROM evm_transfers
-	WHERE chain_key = $1 AND block_number = $2 AND erc_type IN ('ERC-721', 'ERC-1155')`
+const selNFTTransfers = `SELECT token, from_addr, to_addr FROM evm_transfers
+	WHERE chain_key = $1 AND block_number >= $2 AND block_number <= $3 AND erc_type IN ('ERC-721', 'ERC-1155')`
 
 type pair struct{ token, holder string }
 
@@ -42,16 +42,16 @@ type holderWriter struct {
 	queries map[string]string
 }
 
-// touch notes the (contract, holder) pairs of the block's NFT transfers, for
-// the next flush.
-func (w *holderWriter) touch(ctx context.Context, tx *store.Tx, chain string, height int64) error {
+// touchRange notes the (contract, holder) pairs of the NFT transfers of
+// blocks lo..hi, for the next flush.
+func (w *holderWriter) touchRange(ctx context.Context, tx *store.Tx, chain string, lo, hi int64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.index == nil {
 		w.index = map[pair]int{}
 		w.queries = map[string]string{}
 	}
-	return w.touched(ctx, tx, chain, height)
+	return w.touched(ctx, tx, chain, lo, hi)
 }
 
 // discard forgets the pairs noted since the last flush.
@@ -101,9 +101,9 @@ func (w *holderWriter) flush(ctx context.Context, tx *store.Tx, chain string) er
 	return w.write(ctx, tx, chain)
 }
 
-// touched collects the distinct (contract, holder) pairs of the block's NFT transfers.
-func (w *holderWriter) touched(ctx context.Context, tx *store.Tx, chain string, height int64) error {
-	rows, err := tx.Query(ctx, selBlockNFTTransfers, chain, height)
+// touched collects the distinct (contract, holder) pairs of the blocks' NFT transfers.
+func (w *holderWriter) touched(ctx context.Context, tx *store.Tx, chain string, lo, hi int64) error {
+	rows, err := tx.Query(ctx, selNFTTransfers, chain, lo, hi)
 	if err != nil {
 		return fmt.Errorf("read transfers: %w", err)
 	}
