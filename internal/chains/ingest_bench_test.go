@@ -75,14 +75,24 @@ const (
 // ICM log sink and the metrics rollups), BENCH_TRACES (on: the node serves
 // the traced generator's chain, wrapper payments inside contract calls, and
 // its call traces, which the source fetches; off: the same chain fetched
-// without traces; unset: the untraced chain).
+// without traces; unset: the untraced chain), BENCH_SUSTAINED (ingest into
+// a database that already holds BENCH_BASE_BLOCKS blocks, default 250,000:
+// ingest_base_test.go; BENCH_CACHE is where the bases are kept).
 func BenchmarkIngestEVM(b *testing.B) {
+	sustained := os.Getenv("BENCH_SUSTAINED") != ""
 	n := envInt(b, "BENCH_BLOCKS", 5000)
+	first := 0 // the first height to ingest
+	if sustained {
+		n = envInt(b, "BENCH_BLOCKS", 20_000)
+		first = envInt(b, "BENCH_BASE_BLOCKS", benchBaseBlocks)
+		if os.Getenv("BENCH_TRACES") != "" {
+			b.Fatal("BENCH_SUSTAINED: the base is the untraced chain; unset BENCH_TRACES")
+		}
+	}
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
 	rpcBatch := envInt(b, "BENCH_RPC_BATCH", benchRPCBatch)
 	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
-	url, nodePID := startNode(b, n)
-	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	url, nodePID := startNode(b, first, n)
 	traces := source.TracesAuto
 	if os.Getenv("BENCH_TRACES") == "off" {
 		traces = source.TracesOff
@@ -93,13 +103,26 @@ func BenchmarkIngestEVM(b *testing.B) {
 		b.Run(backend, func(b *testing.B) {
 			var wall, cpu, server, nodeCPU time.Duration
 			var written int64
+			var pgStats pgWriteStats
 			var dbBytes int64
+			b.StopTimer()
+			base := newIngestBase(backend, first)
+			if sustained {
+				// Always with the full wiring: the base is what `permafrost
+				// index` leaves, whichever wiring the run measures.
+				base.ensure(b, true)
+			}
 			resetPeakRSS()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dsn := storetest.DSNFor(b, backend)
+				var dsn string
+				if sustained {
+					dsn = base.open(b)
+				} else {
+					dsn = storetest.DSNFor(b, backend)
+				}
 				keep := os.Getenv("BENCH_SQLITE")
-				if backend == "sqlite" && keep != "" {
+				if backend == "sqlite" && keep != "" && !sustained {
 					for _, suffix := range []string{"", "-wal", "-shm"} {
 						os.Remove(keep + suffix)
 					}
@@ -110,25 +133,8 @@ func BenchmarkIngestEVM(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-				cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
-				if full {
-					icmIx, err := icm.NewIndexer(icm.Config{Logger: quiet})
-					if err != nil {
-						b.Fatal(err)
-					}
-					cfg.Logs = ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
-				}
-				var ix ingest.Indexer
-				ix, err = evm.NewIndexer(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if full {
-					ix = metrics.WithRollup("C", metrics.KindEVM, ix)
-				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch, FetchSize: src.ParallelHeights()}
+					Source: &EVMSource{EVM: src}, Indexer: newBenchIndexer(b, full), BatchSize: batch, FetchSize: src.ParallelHeights()}
 				if prag := os.Getenv("BENCH_SQLITE_PRAGMAS"); prag != "" && db.Dialect() == store.SQLite {
 					// On the writer connection (the writer pool has one).
 					for _, p := range strings.Split(prag, ";") {
@@ -155,6 +161,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, log)
 				stopProfile := startProfile(b, backend)
 				srv := newServerCPU(b, db)
+				pgw := startPGWrites(b, db)
 				size0 := databaseSize(b, db)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
@@ -178,9 +185,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 				nodeCPU += pidCPU(nodePID) - node0
 				written += writtenBytes() - io0
 				server += srv.used()
+				pgStats.add(pgw.stop(b))
 				stopProfile()
-				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(n-1) {
-					b.Fatalf("checkpoint %d (%v), want %d", h, err, n-1)
+				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(first+n-1) {
+					b.Fatalf("checkpoint %d (%v), want %d", h, err, first+n-1)
 				}
 				dbBytes += databaseSize(b, db) - size0
 				src.Close()
@@ -192,9 +200,14 @@ func BenchmarkIngestEVM(b *testing.B) {
 			b.ReportMetric(blocks/cpu.Seconds(), "blocks/cpu-s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peakRSS_MB")
 			b.ReportMetric(float64(nodeCPU.Microseconds())/1000/blocks, "node_cpu_ms/block")
+			b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
 			if backend == "postgres" {
 				b.ReportMetric(server.Seconds()/per, "server_cpu_s")
 				b.ReportMetric(blocks/(cpu+server).Seconds(), "blocks/total-cpu-s")
+				b.ReportMetric(float64(server.Microseconds())/1000/blocks, "server_cpu_ms/block")
+				b.ReportMetric(float64(cpu.Microseconds())/1000/blocks, "cpu_ms/block")
+				b.ReportMetric(float64(pgStats.wal)/blocks/1024, "wal_KB/block")
+				b.ReportMetric(pgStats.durable, "durable")
 			} else {
 				b.ReportMetric(float64(written)/blocks/1024, "written_KB/block")
 			}
@@ -239,11 +252,12 @@ func envInt(b *testing.B, name string, def int) int {
 }
 
 // startNode starts this test binary as the JSON-RPC node serving blocks
-// 0..n-1 of the generator's chain, and returns its URL. The child exits when
-// its stdin closes (at the end of the benchmark, or if this process dies).
-func startNode(b *testing.B, n int) (url string, pid int) {
+// first..first+n-1 of the generator's chain, and returns its URL. The child
+// exits when its stdin closes (at the end of the benchmark, or if this
+// process dies).
+func startNode(b *testing.B, first, n int) (url string, pid int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(first)+":"+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -276,22 +290,28 @@ func pidCPU(pid int) time.Duration {
 	return time.Duration(st.self) * time.Second / 100 // USER_HZ
 }
 
-// runNode is the node process: it generates the blocks, serves them on a
-// loopback port it prints, and exits when stdin closes.
+// runNode is the node process: it generates the blocks ("first:n" in
+// nodeEnv), serves them on a loopback port it prints, and exits when stdin
+// closes.
 func runNode() int {
-	n, err := strconv.Atoi(os.Getenv(nodeEnv))
-	if err != nil || n < 1 {
-		fmt.Fprintf(os.Stderr, "node: %s=%q\n", nodeEnv, os.Getenv(nodeEnv))
+	fs, ns, _ := strings.Cut(os.Getenv(nodeEnv), ":")
+	first, err1 := strconv.Atoi(fs)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil || first < 0 || n < 1 {
+		fmt.Fprintf(os.Stderr, "node: %s=%q, want first:count\n", nodeEnv, os.Getenv(nodeEnv))
 		return 2
 	}
-	var blocks []ingest.RawBlock
+	g := evm.NewGenerator(1, benchTxPerBlock)
 	if os.Getenv("BENCH_TRACES") != "" {
-		g := evm.NewTracedGenerator(1, benchTxPerBlock)
-		for i := 0; i < n; i++ {
-			blocks = append(blocks, g.Next())
+		g = evm.NewTracedGenerator(1, benchTxPerBlock)
+	}
+	// Blocks below first are generated (each block follows from the ones
+	// before) but not kept: the node serves first.. only.
+	blocks := make([]ingest.RawBlock, 0, n)
+	for i := 0; i < first+n; i++ {
+		if rb := g.Next(); i >= first {
+			blocks = append(blocks, rb)
 		}
-	} else {
-		blocks = evm.GenerateBlocks(n, benchTxPerBlock, 1)
 	}
 	node, err := evmsim.New(43112, blocks)
 	if err != nil {
@@ -439,6 +459,29 @@ func writtenBytes() int64 {
 	return 0
 }
 
+// newBenchIndexer is the EVM indexer as the benchmark wires it; full: as
+// `permafrost index` wires the C-chain (the ICM log sink, metrics rollups).
+func newBenchIndexer(b *testing.B, full bool) ingest.Indexer {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
+	if full {
+		icmIx, err := icm.NewIndexer(icm.Config{Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Logs = ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
+	}
+	ix, err := evm.NewIndexer(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if full {
+		return metrics.WithRollup("C", metrics.KindEVM, ix)
+	}
+	return ix
+}
+
 // checkpointWAL copies the whole WAL into the SQLite database file and
 // empties it. The background checkpointer (store.checkpointer) may be in
 // the middle of its own pass, which makes a TRUNCATE checkpoint answer
@@ -477,6 +520,15 @@ func databaseSize(b *testing.B, db *store.DB) int64 {
 	return n
 }
 
+// fileSize is a file's size (0 when it cannot be read).
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
 // resetPeakRSS restarts the kernel's peak-RSS counter (VmHWM), so each
 // backend's figure is its own.
 func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) } //nolint:errcheck // best effort
@@ -498,4 +550,97 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// PostgreSQL write path figures (issue #22): WAL bytes per block, whether the
+// server ran durable (fsync and synchronous_commit on: set them with
+// storetest.ServerOptionsEnv), and, when the cluster preloads
+// pg_stat_statements and BENCH_PG_STATEMENTS is set, the server's time per
+// statement of the timed part, printed to stderr.
+
+type pgWrites struct {
+	db       *store.DB
+	lsn      string
+	profile  bool
+	durable  bool
+	disabled bool
+}
+
+type pgWriteStats struct {
+	wal     int64
+	durable float64 // 1 when every run was durable
+	runs    int
+}
+
+func (s *pgWriteStats) add(r pgWriteStats) {
+	if s.runs == 0 {
+		s.durable = 1
+	}
+	s.wal += r.wal
+	s.durable = min(s.durable, r.durable)
+	s.runs++
+}
+
+func startPGWrites(b *testing.B, db *store.DB) *pgWrites {
+	if db.Dialect() != store.Postgres {
+		return &pgWrites{disabled: true}
+	}
+	ctx := context.Background()
+	w := &pgWrites{db: db}
+	var fsync, syncCommit string
+	if err := db.QueryRowContext(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit); err != nil {
+		b.Fatal(err)
+	}
+	w.durable = fsync == "on" && syncCommit != "off" && syncCommit != "local"
+	if os.Getenv("BENCH_PG_STATEMENTS") != "" {
+		if _, err := db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+			b.Fatalf("BENCH_PG_STATEMENTS needs %s='-c shared_preload_libraries=pg_stat_statements': %v", storetest.ServerOptionsEnv, err)
+		}
+		if _, err := db.ExecContext(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+			b.Fatal(err)
+		}
+		w.profile = true
+	}
+	if err := db.QueryRowContext(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&w.lsn); err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
+func (w *pgWrites) stop(b *testing.B) pgWriteStats {
+	if w.disabled {
+		return pgWriteStats{}
+	}
+	ctx := context.Background()
+	var r pgWriteStats
+	if err := w.db.QueryRowContext(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", w.lsn).Scan(&r.wal); err != nil {
+		b.Fatal(err)
+	}
+	if w.durable {
+		r.durable = 1
+	}
+	if !w.profile {
+		return r
+	}
+	rows, err := w.db.QueryContext(ctx, `SELECT calls, rows, total_exec_time, wal_bytes, left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		ORDER BY total_exec_time DESC LIMIT 30`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	fmt.Fprintf(os.Stderr, "%10s %10s %10s %12s  %s\n", "calls", "rows", "exec_ms", "wal_bytes", "statement")
+	for rows.Next() {
+		var calls, n, walBytes int64
+		var ms float64
+		var q string
+		if err := rows.Scan(&calls, &n, &ms, &walBytes, &q); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "%10d %10d %10.1f %12d  %s\n", calls, n, ms, walBytes, q)
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	return r
 }

@@ -360,10 +360,34 @@ func (e *evmRollup) collectParties(ctx context.Context, tx *store.Tx, chain stri
 // seenPerStatement bounds the rows of one metrics_evm_seen insert.
 const seenPerStatement = 200
 
+// PostgreSQL forms of insertSeen and writeLast: one fixed statement for any
+// number of addresses, passed as arrays (prepared once per transaction). The
+// VALUES lists' texts differ with their row count, and each new text was
+// parsed and planned again (issue #22).
+const (
+	insSeenPG = `INSERT INTO metrics_evm_seen (chain_key, role, kind, bucket, address)
+		SELECT $1, $2, $3, $4, u.address FROM unnest($5::bytea[]) AS u(address)
+		ON CONFLICT (chain_key, role, kind, bucket, address) DO NOTHING RETURNING address`
+	upLastPG = `INSERT INTO metrics_evm_last (chain_key, role, address, last_ms)
+		SELECT $1, $2, u.address, u.last_ms FROM unnest($3::bytea[], $4::bigint[]) AS u(address, last_ms)
+		ON CONFLICT (chain_key, role, address) DO UPDATE SET last_ms = CASE
+		WHEN excluded.last_ms > metrics_evm_last.last_ms THEN excluded.last_ms ELSE metrics_evm_last.last_ms END`
+)
+
 // insertSeen inserts the addresses of one (role, kind, bucket) and returns
 // those that were not there yet.
 func insertSeen(ctx context.Context, tx *store.Tx, chain string, key seenKey, addrs []string) ([]string, error) {
 	var fresh []string
+	if len(addrs) == 0 {
+		return nil, nil
+	}
+	if tx.Dialect() == store.Postgres {
+		raw := make([][]byte, len(addrs))
+		for i, a := range addrs {
+			raw[i] = []byte(a)
+		}
+		return scanSeen(tx.Query(ctx, insSeenPG, chain, key.role, int(key.kind), key.bucket, raw))
+	}
 	for i := 0; i < len(addrs); i += seenPerStatement {
 		chunk := addrs[i:min(i+seenPerStatement, len(addrs))]
 		var b strings.Builder
@@ -378,23 +402,31 @@ func insertSeen(ctx context.Context, tx *store.Tx, chain string, key seenKey, ad
 			args = append(args, []byte(a))
 		}
 		b.WriteString(` ON CONFLICT (chain_key, role, kind, bucket, address) DO NOTHING RETURNING address`)
-		rows, err := tx.Query(ctx, b.String(), args...)
+		got, err := scanSeen(tx.Query(ctx, b.String(), args...))
 		if err != nil {
+			return nil, err
+		}
+		fresh = append(fresh, got...)
+	}
+	return fresh, nil
+}
+
+// scanSeen reads the addresses an insert into metrics_evm_seen returned.
+func scanSeen(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, fmt.Errorf("write seen addresses: %w", err)
+	}
+	defer rows.Close()
+	var fresh []string
+	for rows.Next() {
+		var a []byte
+		if err := rows.Scan(&a); err != nil {
 			return nil, fmt.Errorf("write seen addresses: %w", err)
 		}
-		for rows.Next() {
-			var a []byte
-			if err := rows.Scan(&a); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("write seen addresses: %w", err)
-			}
-			fresh = append(fresh, string(a))
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("write seen addresses: %w", err)
-		}
+		fresh = append(fresh, string(a))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("write seen addresses: %w", err)
 	}
 	return fresh, nil
 }
@@ -504,6 +536,19 @@ func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 // writeLast moves the addresses' newest times in role forward.
 func writeLast(ctx context.Context, tx *store.Tx, chain string, role int, last map[string]int64) error {
 	addrs := slices.Sorted(maps.Keys(last))
+	if len(addrs) == 0 {
+		return nil
+	}
+	if tx.Dialect() == store.Postgres {
+		raw, ms := make([][]byte, len(addrs)), make([]int64, len(addrs))
+		for i, a := range addrs {
+			raw[i], ms[i] = []byte(a), last[a]
+		}
+		if _, err := tx.Exec(ctx, upLastPG, chain, role, raw, ms); err != nil {
+			return fmt.Errorf("write newest times: %w", err)
+		}
+		return nil
+	}
 	for i := 0; i < len(addrs); i += seenPerStatement {
 		chunk := addrs[i:min(i+seenPerStatement, len(addrs))]
 		var b strings.Builder

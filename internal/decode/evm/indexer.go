@@ -306,11 +306,16 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 
 // Flush writes the current balances the blocks applied since the last Flush
 // changed: once per key per batch, where the balance history gets a row per
-// block. The pipeline calls it once per batch, before the checkpoint.
+// block; on PostgreSQL also the rows kept for one COPY per batch (pgWriter).
+// The pipeline calls it once per batch, before the checkpoint.
 func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if err := ix.w.flushBalances(ctx, tx); err != nil {
+	err := ix.w.flushBalances(ctx, tx)
+	if err == nil && tx.Dialect() == store.Postgres {
+		err = ix.w.pg.flushCopies(ctx, tx)
+	}
+	if err != nil {
 		ix.w.dropCaches()
 		ix.applied = false
 		return fmt.Errorf("evm %s: %w", ix.cfg.ChainKey, err)

@@ -1,8 +1,12 @@
 package evm
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +18,15 @@ import (
 // table, prepared once per connection, whatever the row count), all sent as
 // one pipelined pgx batch inside the store transaction. Its buffers live
 // across blocks.
+//
+// The tables of insert specs marked copyBatch (no reader inside the batch's
+// transaction: address links, balance histories, logs, NFT owner history)
+// are not written per block: their rows are kept until the batch's Flush
+// and loaded by one binary COPY per table (flushCopies), still in the
+// batch's transaction, before its checkpoint. Per block, a table's 4-40
+// rows cost a statement's planning and executor start-up on the server; a
+// batch's thousands of rows in one COPY go through its multi-insert path
+// (docs/benchmarks.md, "PostgreSQL write path").
 type pgWriter struct {
 	batch pgx.Batch
 	texts [][]string
@@ -22,6 +35,145 @@ type pgWriter struct {
 	nt    int
 	ni    int
 	nb    int
+
+	copies []*pgCopy // one per copyBatch spec, in first-use order
+	arena  []byte    // the copies' byte values (the parsed block is reused)
+}
+
+// pgCopy holds one table's rows of the batch, full rows back to back, and
+// the order to send them in.
+type pgCopy struct {
+	spec  *insertSpec
+	vals  []any
+	order []int32 // row numbers, sorted by the table's key (sortRows)
+	next  int     // CopyFromSource position in order
+}
+
+func (c *pgCopy) Next() bool {
+	if c.next >= len(c.order) {
+		return false
+	}
+	c.next++
+	return true
+}
+
+func (c *pgCopy) Values() ([]any, error) {
+	w := len(c.spec.cols)
+	i := int(c.order[c.next-1])
+	return c.vals[i*w : (i+1)*w], nil
+}
+
+// sortRows orders the rows by the table's key columns (copyKey), stable:
+// rows were kept in block order, the key's last column. Index entries then
+// go in key order: each B-tree leaf is found once per run of neighbours
+// instead of once per row at a random place (the history tables' and the
+// address links' keys start with an address).
+func (c *pgCopy) sortRows() {
+	w := len(c.spec.cols)
+	n := len(c.vals) / w
+	c.order = c.order[:0]
+	for i := range n {
+		c.order = append(c.order, int32(i))
+	}
+	key := c.spec.copyKey
+	if len(key) == 0 {
+		return
+	}
+	slices.SortStableFunc(c.order, func(a, b int32) int {
+		ra, rb := c.vals[int(a)*w:], c.vals[int(b)*w:]
+		for _, k := range key {
+			if d := compareValue(ra[k], rb[k]); d != 0 {
+				return d
+			}
+		}
+		return 0
+	})
+}
+
+// compareValue orders two values of one column (bytes, text or integers;
+// NULL first).
+func compareValue(a, b any) int {
+	switch x := a.(type) {
+	case []byte:
+		y, _ := b.([]byte)
+		return bytes.Compare(x, y)
+	case string:
+		y, _ := b.(string)
+		return strings.Compare(x, y)
+	case int64:
+		y, _ := b.(int64)
+		return cmp.Compare(x, y)
+	case nil:
+		if b == nil {
+			return 0
+		}
+		return -1
+	}
+	return 0
+}
+
+func (c *pgCopy) Err() error { return nil }
+
+// keep appends r's rows to its table's batch buffer, bytes copied into the
+// arena.
+func (p *pgWriter) keep(r *rowSet) {
+	var c *pgCopy
+	for _, x := range p.copies {
+		if x.spec == r.spec {
+			c = x
+			break
+		}
+	}
+	if c == nil {
+		c = &pgCopy{spec: r.spec}
+		p.copies = append(p.copies, c)
+	}
+	start := len(c.vals)
+	for i := range r.rows() {
+		c.vals = r.fullRow(c.vals, i)
+	}
+	for i, v := range c.vals[start:] {
+		if b, ok := v.([]byte); ok && b != nil {
+			n := len(p.arena)
+			p.arena = append(p.arena, b...)
+			c.vals[start+i] = p.arena[n:len(p.arena):len(p.arena)]
+		}
+	}
+}
+
+// flushCopies loads the batch's kept rows, one COPY per table.
+func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
+	defer p.discard()
+	for _, c := range p.copies {
+		if len(c.vals) == 0 {
+			continue
+		}
+		c.sortRows()
+		c.next = 0
+		cols := make([]string, len(c.spec.cols))
+		for i, col := range c.spec.cols {
+			cols[i] = col.name
+		}
+		err := tx.Pgx(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.CopyFrom(ctx, pgx.Identifier{c.spec.table}, cols, c)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("evm: copy into %s: %w", c.spec.table, err)
+		}
+	}
+	return nil
+}
+
+// discard forgets the kept rows (flushed, or the batch is abandoned).
+func (p *pgWriter) discard() {
+	for _, c := range p.copies {
+		clear(c.vals)
+		c.vals = c.vals[:0]
+		c.order = c.order[:0]
+	}
+	// A fresh arena: the copied rows' slices point into the old one.
+	p.arena = nil
 }
 
 // write queues every non-empty row set and runs the batch in tx.
@@ -36,6 +188,10 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		}
 		if err := r.check(); err != nil {
 			return err
+		}
+		if r.spec.copyBatch {
+			p.keep(r)
+			continue
 		}
 		tables = append(tables, r.spec.table)
 		if n == 1 {

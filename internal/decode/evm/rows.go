@@ -3,6 +3,7 @@ package evm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,6 +120,11 @@ type insertSpec struct {
 	cols   []column
 	suffix string // e.g. ON CONFLICT ... DO UPDATE ...
 	perRow int    // columns that are not block columns
+	// copyBatch: on PostgreSQL the rows wait for the batch's Flush and go
+	// by one COPY per batch (pgWriter). Only for tables nothing reads inside
+	// the batch's transaction and without a conflict clause.
+	copyBatch bool
+	copyKey   []int // column positions to sort the batch's rows by (batchCopied)
 
 	mu      sync.Mutex
 	queries map[int]string // SQLite: VALUES statement per row count
@@ -135,6 +141,21 @@ func newInsert(table string, cols []column, suffix string) *insertSpec {
 	}
 	s.unnest = s.buildUnnest()
 	s.pgOne = s.buildValues(1, false)
+	return s
+}
+
+// batchCopied marks s's rows to be loaded once per batch on PostgreSQL
+// (copyBatch), sorted by the named columns: the primary key's columns before
+// block_number (the rows come in block order, and stay so within a key).
+func batchCopied(s *insertSpec, key ...string) *insertSpec {
+	s.copyBatch = true
+	for _, name := range key {
+		i := slices.IndexFunc(s.cols, func(c column) bool { return c.name == name })
+		if i < 0 {
+			panic("evm: " + s.table + " has no column " + name) // a typo in the declarations below
+		}
+		s.copyKey = append(s.copyKey, i)
+	}
 	return s
 }
 

@@ -31,11 +31,11 @@ var (
 		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
 		cText("max_priority_fee_per_gas"), cInt("gas_used"), cInt("nonce"), cInt("tx_type"), cInt("status"),
 		cText("method_id"), cInt("input_size"), cBlob("contract_address"), cInt("log_count")}, "")
-	insAddrTxs = newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cInt("tx_index")}, "")
-	insLogs = newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
+	insAddrTxs = batchCopied(newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index")}, ""), "address")
+	insLogs = batchCopied(newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
 		cInt("tx_index"), cBlob("tx_hash"), cBlob("address"), cInt("topic_count"), cBlob("topic0"),
-		cBlob("topic1"), cBlob("topic2"), cBlob("topic3"), cBlob("data")}, "")
+		cBlob("topic1"), cBlob("topic2"), cBlob("topic3"), cBlob("data")}, "")) // already in key order
 	insTransfers = newInsert("evm_transfers", []column{bText("chain_key"), bInt("block_number"),
 		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cBlob("tx_hash"), bInt("block_time"),
 		cBlob("token"), cText("erc_type"), cBlob("from_addr"), cBlob("to_addr"), cBlob("operator"),
@@ -53,8 +53,8 @@ var (
 		cText("erc_type"), cText("owner"), bInt("owner_block"), bInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
 			" WHERE excluded.owner <> ''")
-	insNFTHistory = newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
-		cText("token_id"), bInt("block_number"), cBlob("owner")}, "")
+	insNFTHistory = batchCopied(newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
+		cText("token_id"), bInt("block_number"), cBlob("owner")}, ""), "token", "token_id")
 	// max_balance (migration 0122) keeps the largest of the stored maximum and
 	// the batch's (decimals: the longer is larger, equal lengths compare as
 	// text; '' below every balance), for the Metrics API's token holders.
@@ -64,19 +64,20 @@ var (
 			" max_balance = CASE WHEN LENGTH(excluded.max_balance) > LENGTH(evm_token_balances.max_balance)"+
 			" OR (LENGTH(excluded.max_balance) = LENGTH(evm_token_balances.max_balance) AND excluded.max_balance > evm_token_balances.max_balance)"+
 			" THEN excluded.max_balance ELSE evm_token_balances.max_balance END")
-	insTokenHist = newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
-		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, "")
+	insTokenHist = batchCopied(newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
+		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, ""),
+		"holder", "erc_type", "token", "token_id")
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
 		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insNativeHist = newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cText("balance")}, "")
+	insNativeHist = batchCopied(newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cText("balance")}, ""), "address")
 	insInternals = newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
 		cInt("trace_index"), cBlob("tx_hash"), bBlob("block_hash"), bInt("block_time"), cText("call_type"),
 		cBlob("from_addr"), cBlob("to_addr"), cText("value"), cInt("gas"), cInt("gas_used"), cInt("reverted"),
 		cInt("depth")}, "")
-	insAddrInternals = newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, "")
+	insAddrInternals = batchCopied(newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, ""), "address")
 	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
 		bInt("since_block")}, "ON CONFLICT (chain_key, address) DO NOTHING")
 	insUntrustedTok = newInsert("evm_untrusted_tokens", []column{bText("chain_key"), cBlob("token"),
@@ -269,6 +270,7 @@ func (w *writer) dropCaches() {
 	clear(w.dirtyT)
 	clear(w.knownC)
 	clear(w.knownNFT)
+	w.pg.discard()
 	w.hot, w.all = factUnknown, factUnknown
 	w.complete = false
 	w.cumAt = -1
