@@ -75,14 +75,24 @@ const (
 // ICM log sink and the metrics rollups), BENCH_TRACES (on: the node serves
 // the traced generator's chain, wrapper payments inside contract calls, and
 // its call traces, which the source fetches; off: the same chain fetched
-// without traces; unset: the untraced chain).
+// without traces; unset: the untraced chain), BENCH_SUSTAINED (ingest into
+// a database that already holds BENCH_BASE_BLOCKS blocks, default 250,000:
+// ingest_base_test.go; BENCH_CACHE is where the bases are kept).
 func BenchmarkIngestEVM(b *testing.B) {
+	sustained := os.Getenv("BENCH_SUSTAINED") != ""
 	n := envInt(b, "BENCH_BLOCKS", 5000)
+	first := 0 // the first height to ingest
+	if sustained {
+		n = envInt(b, "BENCH_BLOCKS", 20_000)
+		first = envInt(b, "BENCH_BASE_BLOCKS", benchBaseBlocks)
+		if os.Getenv("BENCH_TRACES") != "" {
+			b.Fatal("BENCH_SUSTAINED: the base is the untraced chain; unset BENCH_TRACES")
+		}
+	}
 	batch := envInt(b, "BENCH_BATCH", benchIngestBatch)
 	rpcBatch := envInt(b, "BENCH_RPC_BATCH", benchRPCBatch)
 	rpcConc := envInt(b, "BENCH_RPC_CONC", benchRPCConc)
-	url, nodePID := startNode(b, n)
-	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	url, nodePID := startNode(b, first, n)
 	traces := source.TracesAuto
 	if os.Getenv("BENCH_TRACES") == "off" {
 		traces = source.TracesOff
@@ -94,12 +104,24 @@ func BenchmarkIngestEVM(b *testing.B) {
 			var wall, cpu, server, nodeCPU time.Duration
 			var written int64
 			var dbBytes int64
+			b.StopTimer()
+			base := newIngestBase(backend, first)
+			if sustained {
+				// Always with the full wiring: the base is what `permafrost
+				// index` leaves, whichever wiring the run measures.
+				base.ensure(b, true)
+			}
 			resetPeakRSS()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				dsn := storetest.DSNFor(b, backend)
+				var dsn string
+				if sustained {
+					dsn = base.open(b)
+				} else {
+					dsn = storetest.DSNFor(b, backend)
+				}
 				keep := os.Getenv("BENCH_SQLITE")
-				if backend == "sqlite" && keep != "" {
+				if backend == "sqlite" && keep != "" && !sustained {
 					for _, suffix := range []string{"", "-wal", "-shm"} {
 						os.Remove(keep + suffix)
 					}
@@ -110,25 +132,8 @@ func BenchmarkIngestEVM(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-				cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
-				if full {
-					icmIx, err := icm.NewIndexer(icm.Config{Logger: quiet})
-					if err != nil {
-						b.Fatal(err)
-					}
-					cfg.Logs = ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
-				}
-				var ix ingest.Indexer
-				ix, err = evm.NewIndexer(cfg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if full {
-					ix = metrics.WithRollup("C", metrics.KindEVM, ix)
-				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-					Source: &EVMSource{EVM: src}, Indexer: ix, BatchSize: batch, FetchSize: src.ParallelHeights()}
+					Source: &EVMSource{EVM: src}, Indexer: newBenchIndexer(b, full), BatchSize: batch, FetchSize: src.ParallelHeights()}
 				if prag := os.Getenv("BENCH_SQLITE_PRAGMAS"); prag != "" && db.Dialect() == store.SQLite {
 					// On the writer connection (the writer pool has one).
 					for _, p := range strings.Split(prag, ";") {
@@ -155,6 +160,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true}, log)
 				stopProfile := startProfile(b, backend)
 				srv := newServerCPU(b, db)
+				size0 := dbSize(b, db, dsn)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
 				node0 := pidCPU(nodePID)
@@ -180,12 +186,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 				written += writtenBytes() - io0
 				server += srv.used()
 				stopProfile()
-				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(n-1) {
-					b.Fatalf("checkpoint %d (%v), want %d", h, err, n-1)
+				if h, err := ingest.Checkpoint(context.Background(), db, "C"); err != nil || h != int64(first+n-1) {
+					b.Fatalf("checkpoint %d (%v), want %d", h, err, first+n-1)
 				}
-				if strings.HasPrefix(dsn, "sqlite:") {
-					dbBytes += fileSize(strings.TrimPrefix(dsn, "sqlite:"))
-				}
+				dbBytes += dbSize(b, db, dsn) - size0
 				src.Close()
 			}
 			per := float64(b.N)
@@ -195,12 +199,12 @@ func BenchmarkIngestEVM(b *testing.B) {
 			b.ReportMetric(blocks/cpu.Seconds(), "blocks/cpu-s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peakRSS_MB")
 			b.ReportMetric(float64(nodeCPU.Microseconds())/1000/blocks, "node_cpu_ms/block")
+			b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
 			if backend == "postgres" {
 				b.ReportMetric(server.Seconds()/per, "server_cpu_s")
 				b.ReportMetric(blocks/(cpu+server).Seconds(), "blocks/total-cpu-s")
 			} else {
 				b.ReportMetric(float64(written)/blocks/1024, "written_KB/block")
-				b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
 			}
 		})
 	}
@@ -242,11 +246,12 @@ func envInt(b *testing.B, name string, def int) int {
 }
 
 // startNode starts this test binary as the JSON-RPC node serving blocks
-// 0..n-1 of the generator's chain, and returns its URL. The child exits when
-// its stdin closes (at the end of the benchmark, or if this process dies).
-func startNode(b *testing.B, n int) (url string, pid int) {
+// first..first+n-1 of the generator's chain, and returns its URL. The child
+// exits when its stdin closes (at the end of the benchmark, or if this
+// process dies).
+func startNode(b *testing.B, first, n int) (url string, pid int) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(n))
+	cmd.Env = append(os.Environ(), nodeEnv+"="+strconv.Itoa(first)+":"+strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -279,22 +284,28 @@ func pidCPU(pid int) time.Duration {
 	return time.Duration(st.self) * time.Second / 100 // USER_HZ
 }
 
-// runNode is the node process: it generates the blocks, serves them on a
-// loopback port it prints, and exits when stdin closes.
+// runNode is the node process: it generates the blocks ("first:n" in
+// nodeEnv), serves them on a loopback port it prints, and exits when stdin
+// closes.
 func runNode() int {
-	n, err := strconv.Atoi(os.Getenv(nodeEnv))
-	if err != nil || n < 1 {
-		fmt.Fprintf(os.Stderr, "node: %s=%q\n", nodeEnv, os.Getenv(nodeEnv))
+	fs, ns, _ := strings.Cut(os.Getenv(nodeEnv), ":")
+	first, err1 := strconv.Atoi(fs)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil || first < 0 || n < 1 {
+		fmt.Fprintf(os.Stderr, "node: %s=%q, want first:count\n", nodeEnv, os.Getenv(nodeEnv))
 		return 2
 	}
-	var blocks []ingest.RawBlock
+	g := evm.NewGenerator(1, benchTxPerBlock)
 	if os.Getenv("BENCH_TRACES") != "" {
-		g := evm.NewTracedGenerator(1, benchTxPerBlock)
-		for i := 0; i < n; i++ {
-			blocks = append(blocks, g.Next())
+		g = evm.NewTracedGenerator(1, benchTxPerBlock)
+	}
+	// Blocks below first are generated (each block follows from the ones
+	// before) but not kept: the node serves first.. only.
+	blocks := make([]ingest.RawBlock, 0, n)
+	for i := 0; i < first+n; i++ {
+		if rb := g.Next(); i >= first {
+			blocks = append(blocks, rb)
 		}
-	} else {
-		blocks = evm.GenerateBlocks(n, benchTxPerBlock, 1)
 	}
 	node, err := evmsim.New(43112, blocks)
 	if err != nil {
@@ -440,6 +451,42 @@ func writtenBytes() int64 {
 		}
 	}
 	return 0
+}
+
+// newBenchIndexer is the EVM indexer as the benchmark wires it; full: as
+// `permafrost index` wires the C-chain (the ICM log sink, metrics rollups).
+func newBenchIndexer(b *testing.B, full bool) ingest.Indexer {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
+	cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
+	if full {
+		icmIx, err := icm.NewIndexer(icm.Config{Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.Logs = ICMSink{Indexer: icmIx, Chain: icm.ChainInfo{Key: "C", EVMChainID: "43112"}}
+	}
+	ix, err := evm.NewIndexer(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if full {
+		return metrics.WithRollup("C", metrics.KindEVM, ix)
+	}
+	return ix
+}
+
+// dbSize is the database's size: the SQLite file (WAL checkpointed into it
+// or not), or pg_database_size.
+func dbSize(b *testing.B, db *store.DB, dsn string) int64 {
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return fileSize(path)
+	}
+	var size int64
+	if err := db.QueryRowContext(context.Background(), `SELECT pg_database_size(current_database())`).Scan(&size); err != nil {
+		b.Fatal(err)
+	}
+	return size
 }
 
 func fileSize(path string) int64 {

@@ -19,19 +19,29 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 )
 
-// Node serves blocks 0..len-1.
+// Node serves the blocks it was given: heights first..first+len-1 (a node
+// whose history below first is pruned, or was indexed before: the ingest
+// benchmark's sustained mode).
 type Node struct {
 	chainID  uint64
+	first    uint64
 	blocks   []json.RawMessage
 	receipts []json.RawMessage
 	traces   []json.RawMessage
 	traced   bool
 }
 
-// New splits raw blocks ({"block":..,"receipts":..}) for serving.
+// New splits raw blocks ({"block":..,"receipts":..}), consecutive heights
+// from raw[0]'s, for serving.
 func New(chainID uint64, raw []ingest.RawBlock) (*Node, error) {
 	n := &Node{chainID: chainID}
-	for _, rb := range raw {
+	if len(raw) > 0 {
+		n.first = raw[0].Height
+	}
+	for i, rb := range raw {
+		if rb.Height != n.first+uint64(i) {
+			return nil, fmt.Errorf("evmsim: block %d after %d: heights must be consecutive", rb.Height, n.first+uint64(i)-1)
+		}
 		var v struct {
 			Block    json.RawMessage `json:"block"`
 			Receipts json.RawMessage `json:"receipts"`
@@ -104,16 +114,16 @@ func (n *Node) answer(out *bufio.Writer, req request) {
 			return len(n.blocks) - 1, true
 		}
 		h, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
-		if err != nil || h >= uint64(len(n.blocks)) {
+		if err != nil || h < n.first || h-n.first >= uint64(len(n.blocks)) {
 			return 0, false
 		}
-		return int(h), true
+		return int(h - n.first), true
 	}
 	switch req.Method {
 	case "eth_chainId":
 		fmt.Fprintf(out, `"result":"0x%x"}`, n.chainID)
 	case "eth_blockNumber":
-		fmt.Fprintf(out, `"result":"0x%x"}`, len(n.blocks)-1)
+		fmt.Fprintf(out, `"result":"0x%x"}`, n.first+uint64(len(n.blocks))-1)
 	case "eth_getBlockByNumber":
 		if h, ok := height(); ok {
 			out.WriteString(`"result":`)

@@ -64,26 +64,39 @@ func RemoveAtExit(dir string) {
 // directory on a free loopback port. As root, the server runs as the
 // "postgres" user (PostgreSQL refuses to run as root).
 func StartCluster() (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "permafrost-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("storetest: temp dir: %w", err)
+	}
+	c, err := StartClusterIn(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return c, err
+}
+
+// StartClusterIn starts a PostgreSQL cluster whose data directory is
+// dir/data, initialising it first when dir holds none: a cluster kept
+// between runs (a benchmark's cached database, copied or reused). Stop
+// still removes dir; Shutdown keeps it.
+func StartClusterIn(dir string) (*Cluster, error) {
 	bin, err := PGBinDir()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "permafrost-pg-")
-	if err != nil {
-		return nil, fmt.Errorf("storetest: temp dir: %w", err)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storetest: %w", err)
 	}
 	c := &Cluster{dir: dir}
 	asRoot := os.Geteuid() == 0
 	if asRoot {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("storetest: running as root needs a postgres user: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			os.RemoveAll(dir)
 			return nil, fmt.Errorf("storetest: chown: %w", err)
 		}
 	}
@@ -95,24 +108,36 @@ func StartCluster() (*Cluster, error) {
 		return exec.Command(args[0], args[1:]...)
 	}
 	data := filepath.Join(dir, "data")
-	if out, err := c.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("storetest: initdb: %w\n%s", err, out)
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
+		if out, err := c.run("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("storetest: initdb: %w\n%s", err, out)
+		}
 	}
+	// A copy of a cluster that was running when copied, or one left by an
+	// interrupted run, has a stale pid file.
+	os.Remove(filepath.Join(data, "postmaster.pid"))
 	for attempt := 0; attempt < 5; attempt++ {
 		c.port, err = FreePort()
 		if err != nil {
 			break
 		}
 		opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c shared_buffers=256MB", c.port, dir)
-		out, serr := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
+		out, serr := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "300", "start").CombinedOutput()
 		if serr == nil {
 			return c, nil
 		}
 		err = fmt.Errorf("storetest: pg_ctl start: %w\n%s", serr, out)
 	}
-	os.RemoveAll(dir)
 	return nil, err
+}
+
+// Shutdown stops the server cleanly (a checkpoint first) and keeps its
+// directory, to start it again with StartClusterIn.
+func (c *Cluster) Shutdown() error {
+	if out, err := c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "-t", "600", "stop").CombinedOutput(); err != nil {
+		return fmt.Errorf("storetest: pg_ctl stop: %w\n%s", err, out)
+	}
+	return nil
 }
 
 // Stop stops the server and removes its directory.
