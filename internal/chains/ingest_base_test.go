@@ -23,10 +23,11 @@ import (
 // The sustained mode of BenchmarkIngestEVM (BENCH_SUSTAINED=1) ingests into
 // a database that already holds the generator's first BENCH_BASE_BLOCKS
 // blocks (default 250,000: five million txs), as a long-running index does,
-// instead of into an empty one. The base is built once per backend, schema
-// version and size, and kept in BENCH_CACHE (default os.TempDir()):
+// instead of into an empty one. The base is built once per backend and size,
+// kept in BENCH_CACHE (default os.TempDir()), and migrated in place when
+// this build's schema is newer than the base's:
 //
-//	<cache>/permafrost-ingest-base-<backend>-v<benchBaseVersion>-<schema>-<blocks>/
+//	<cache>/permafrost-ingest-base-<backend>-v<benchBaseVersion>-<blocks>/
 //	    base.db       SQLite (checkpointed, no WAL)
 //	    cluster/      PostgreSQL cluster directory (database "bench"), stopped
 //	    manifest.json written last: a directory without it is rebuilt
@@ -44,7 +45,7 @@ import (
 // do not depend on the batch size.
 
 // benchBaseVersion names the generator's chain and the base's wiring: bump
-// it when either changes (the schema version is part of the name already).
+// it when either changes.
 const benchBaseVersion = "1"
 
 const (
@@ -74,16 +75,20 @@ func newIngestBase(backend string, blocks int) ingestBase {
 	if root == "" {
 		root = os.TempDir()
 	}
-	name := fmt.Sprintf("permafrost-ingest-base-%s-v%s-%s-%d", backend, benchBaseVersion, store.SchemaVersion(), blocks)
+	name := fmt.Sprintf("permafrost-ingest-base-%s-v%s-%d", backend, benchBaseVersion, blocks)
 	return ingestBase{dir: filepath.Join(root, name), backend: backend, blocks: blocks}
 }
 
-// ensure builds the base unless the cache has it.
+// ensure builds the base unless the cache has it, or migrates the cached
+// one.
 func (ib ingestBase) ensure(b *testing.B, full bool) {
 	b.Helper()
 	raw, err := os.ReadFile(filepath.Join(ib.dir, "manifest.json"))
 	var m baseManifest
 	if err == nil && json.Unmarshal(raw, &m) == nil && m.Blocks == ib.blocks && m.Version == benchBaseVersion {
+		if m.Schema != store.SchemaVersion() {
+			ib.migrate(b, m)
+		}
 		return
 	}
 	if err := os.RemoveAll(ib.dir); err != nil {
@@ -156,14 +161,51 @@ func (ib ingestBase) ensure(b *testing.B, full bool) {
 	}
 	m = baseManifest{Version: benchBaseVersion, Schema: store.SchemaVersion(), Blocks: ib.blocks, TxPerBlock: benchTxPerBlock,
 		Bytes: size, BuildSecs: time.Since(start).Seconds()}
-	out, _ := json.MarshalIndent(m, "", "  ")
-	if err := os.WriteFile(filepath.Join(ib.dir, "manifest.json"), out, 0o644); err != nil {
-		b.Fatal(err)
-	}
+	ib.writeManifest(b, m)
 	fmt.Fprintf(os.Stderr, "built the %s base in %s: %d MB\n", ib.backend, time.Since(start).Round(time.Second), size>>20)
 	// The build's heap is not the benchmark's: return it before the peak
 	// RSS counter is reset.
 	debug.FreeOSMemory()
+}
+
+// migrate applies this build's new migrations to the cached base, once.
+func (ib ingestBase) migrate(b *testing.B, m baseManifest) {
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(ib.dir, "base.db")
+	if ib.backend == "postgres" {
+		cluster, err := storetest.StartClusterIn(filepath.Join(ib.dir, "cluster"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer func() {
+			if err := cluster.Shutdown(); err != nil {
+				b.Fatal(err)
+			}
+		}()
+		dsn = cluster.DSN(benchBaseDB)
+	}
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		b.Fatalf("migrate the base: %v", err)
+	}
+	if ib.backend == "sqlite" {
+		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	m.Schema = store.SchemaVersion()
+	ib.writeManifest(b, m)
+}
+
+func (ib ingestBase) writeManifest(b *testing.B, m baseManifest) {
+	out, _ := json.MarshalIndent(m, "", "  ")
+	if err := os.WriteFile(filepath.Join(ib.dir, "manifest.json"), out, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // open copies the base and returns the copy's DSN; the copy is removed
