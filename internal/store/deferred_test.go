@@ -127,3 +127,39 @@ func TestBuildReplacesInvalidIndex(t *testing.T) {
 		t.Errorf("t_x valid %v unique %v, want the recorded (valid, not unique) index", valid, unique)
 	}
 }
+
+// TestInterruptedBuildResumes: a build stopped after some indexes (a crash,
+// a shutdown) leaves the others deferred; the next build finishes them.
+func TestInterruptedBuildResumes(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		want := indexDefinitions(t, db)
+		if _, err := db.DeferIndexes(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		built := 0
+		err := db.BuildDeferredIndexes(ctx, func(store.DeferredIndex) {
+			if built++; built == 3 {
+				cancel()
+			}
+		})
+		if err == nil {
+			t.Fatal("a cancelled build reported success")
+		}
+		left, err := db.DeferredIndexes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) != len(want)-2 {
+			t.Fatalf("%d indexes left deferred after 2 builds, want %d", len(left), len(want)-2)
+		}
+		if err := db.BuildDeferredIndexes(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		for name, def := range indexDefinitions(t, db) {
+			if def != want[name] {
+				t.Errorf("%s: %q, want %q", name, def, want[name])
+			}
+		}
+	})
+}
