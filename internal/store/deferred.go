@@ -122,8 +122,16 @@ var createIndex = regexp.MustCompile(`(?i)^\s*CREATE\s+(UNIQUE\s+)?INDEX\s+`)
 // is told of each index before its build.
 func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIndex)) error {
 	list, err := db.DeferredIndexes(ctx)
-	if err != nil {
+	if err != nil || len(list) == 0 {
 		return err
+	}
+	if db.dialect == SQLite {
+		// An index build sorts the whole table: its sorter spills to
+		// temporary files, not to the writer's memory (as in Migrate).
+		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+			return fmt.Errorf("store: build indexes: %w", err)
+		}
+		defer db.write.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY") //nolint:errcheck // best effort: only speed
 	}
 	for _, d := range list {
 		if progress != nil {
