@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Pages each B-tree of a SQLite database changed between two copies.
 
-usage: pagediff.py BEFORE.db AFTER.db BLOCKS
+usage: sqlite_pagediff.py BEFORE.db AFTER.db BLOCKS
 Maps every page of AFTER to its table or index (dbstat) and compares it with
 the same page of BEFORE: a page that differs (or is new) was written by the
 run between them. Run one batch (BENCH_BLOCKS = BENCH_BATCH) to get the pages
