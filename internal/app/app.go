@@ -35,7 +35,8 @@ func Run(ctx context.Context, cmd string, args []string, stdout, stderr io.Write
 		run = func(ctx context.Context) error { return serve(ctx, cfg, stdout, newLogger(cfg, stderr)) }
 	case "index":
 		untilTip := fs.Bool("until-tip", false, "stop once every chain reached the tip seen at start")
-		run = func(ctx context.Context) error { return index(ctx, cfg, *untilTip, newLogger(cfg, stderr)) }
+		catchUp := fs.Bool("catch-up", false, "bulk catch-up: defer the secondary indexes (store/migrations/deferrable.txt) until every chain is caught up")
+		run = func(ctx context.Context) error { return index(ctx, cfg, *untilTip, *catchUp, newLogger(cfg, stderr)) }
 	case "replay":
 		fixture := fs.String("fixture", "testdata/devnet-a", "recording directory")
 		run = func(ctx context.Context) error {

@@ -107,14 +107,16 @@ func writerLock(ctx context.Context, db *store.DB, cmd string) (*store.Writer, e
 	return w, nil
 }
 
-func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Logger) error {
+func index(ctx context.Context, cfg *config.Config, untilTip, catchUp bool, log *slog.Logger) error {
 	db, w, set, err := start(ctx, cfg, log, "index")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	defer w.Release()
-	pipe := ingest.New(db, set.Chains, pipelineOptions(cfg, db, set, untilTip), log)
+	opts := pipelineOptions(cfg, db, set, untilTip)
+	opts.CatchUp = catchUp
+	pipe := ingest.New(db, set.Chains, opts, log)
 	if isTerminal(os.Stderr) {
 		pctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -127,7 +129,7 @@ func index(ctx context.Context, cfg *config.Config, untilTip bool, log *slog.Log
 // P-chain that the node serves, found as the P-chain is indexed.
 func pipelineOptions(cfg *config.Config, db *store.DB, set *chains.Set, untilTip bool) ingest.Options {
 	return ingest.Options{UntilTip: untilTip, Poll: cfg.Poll, Discover: set.Discover(db), DiscoverEvery: max(10*cfg.Poll, 2*time.Second),
-		Observer: set.Metrics()}
+		Observer: set.Metrics(), CatchUpLag: cfg.CatchUpLag}
 }
 
 // reindex rebuilds every chain's rows from the stored raw blocks; it reads no

@@ -33,6 +33,9 @@ type ChainStatus struct {
 	StalledSince int64  `json:"stalledSince,omitempty"`
 	// Notice: ingesting in a lesser way, e.g. without proposer details.
 	Notice string `json:"notice,omitempty"`
+	// DeferredIndexes are the indexes a bulk catch-up dropped and has not
+	// built yet (the database's, the same on every row; docs/operations.md).
+	DeferredIndexes []string `json:"deferredIndexes,omitempty"`
 }
 
 // ReadStatus reads every registered chain's progress from the store. The node
@@ -46,6 +49,14 @@ func ReadStatus(ctx context.Context, db *store.DB) ([]ChainStatus, error) {
 		return nil, fmt.Errorf("status: %w", err)
 	}
 	defer rows.Close()
+	deferred, err := db.DeferredIndexes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("status: %w", err)
+	}
+	var names []string
+	for _, d := range deferred {
+		names = append(names, d.Name)
+	}
 	var out []ChainStatus
 	for rows.Next() {
 		var s ChainStatus
@@ -54,6 +65,7 @@ func ReadStatus(ctx context.Context, db *store.DB) ([]ChainStatus, error) {
 			return nil, fmt.Errorf("status: %w", err)
 		}
 		s.Lag = max(s.NodeHeight-s.IndexedHeight, 0)
+		s.DeferredIndexes = names
 		switch {
 		case s.Error != "":
 			s.State = "stalled"
@@ -114,6 +126,10 @@ func status(ctx context.Context, cfg *config.Config, asJSON bool, w io.Writer) e
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(st) > 0 && len(st[0].DeferredIndexes) > 0 {
+		notes = append(notes, fmt.Sprintf("bulk catch-up: %d indexes deferred until every chain is caught up (their routes answer, more slowly): %s",
+			len(st[0].DeferredIndexes), strings.Join(st[0].DeferredIndexes, ", ")))
 	}
 	for _, n := range notes {
 		fmt.Fprintln(w, n)

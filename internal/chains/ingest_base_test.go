@@ -148,8 +148,8 @@ func (ib ingestBase) ensure(b *testing.B, full bool) {
 		if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&size); err != nil {
 			b.Fatal(err)
 		}
-	} else if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		b.Fatal(err)
+	} else {
+		checkpointWAL(b, db)
 	}
 	db.Close()
 	if cluster != nil {
@@ -193,9 +193,7 @@ func (ib ingestBase) migrate(b *testing.B, m baseManifest) {
 		b.Fatalf("migrate the base: %v", err)
 	}
 	if ib.backend == "sqlite" {
-		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-			b.Fatal(err)
-		}
+		checkpointWAL(b, db)
 	}
 	m.Schema = store.SchemaVersion()
 	ib.writeManifest(b, m)
@@ -208,14 +206,15 @@ func (ib ingestBase) writeManifest(b *testing.B, m baseManifest) {
 	}
 }
 
-// open copies the base and returns the copy's DSN; the copy is removed
-// when b ends.
-func (ib ingestBase) open(b *testing.B) string {
+// open copies the base and returns the copy's DSN: the SQLite base to
+// sqlitePath (a fresh database's path, or BENCH_SQLITE's, which is kept), the
+// PostgreSQL cluster to a directory removed when b ends.
+func (ib ingestBase) open(b *testing.B, sqlitePath string) string {
 	b.Helper()
-	run := filepath.Join(ib.dir, "run-"+strconv.Itoa(os.Getpid()))
-	os.RemoveAll(run)
-	b.Cleanup(func() { os.RemoveAll(run) })
 	if ib.backend == "postgres" {
+		run := filepath.Join(ib.dir, "run-"+strconv.Itoa(os.Getpid()))
+		os.RemoveAll(run)
+		b.Cleanup(func() { os.RemoveAll(run) })
 		// cp -a keeps the postgres user's ownership and modes.
 		if out, err := exec.Command("cp", "-a", filepath.Join(ib.dir, "cluster"), run).CombinedOutput(); err != nil {
 			b.Fatalf("copy base: %v\n%s", err, out)
@@ -227,14 +226,10 @@ func (ib ingestBase) open(b *testing.B) string {
 		b.Cleanup(cluster.Stop)
 		return cluster.DSN(benchBaseDB)
 	}
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	dst := filepath.Join(run, "permafrost.db")
-	if err := copyFile(filepath.Join(ib.dir, "base.db"), dst); err != nil {
+	if err := copyFile(filepath.Join(ib.dir, "base.db"), sqlitePath); err != nil {
 		b.Fatalf("copy base: %v", err)
 	}
-	return "sqlite:" + dst
+	return "sqlite:" + sqlitePath
 }
 
 func copyFile(from, to string) error {

@@ -33,7 +33,7 @@ var flagCommands = map[string]string{
 	"genesis":    "serve index reindex demo",
 	"evm-rpc":    "serve index reindex demo", "evm-genesis": "serve index reindex demo",
 	"icm-allow": "serve index reindex demo", "icm-deny": "serve index reindex demo",
-	"batch-size": "serve index demo", "rpc-batch": "serve index demo", "rpc-concurrency": "serve index demo",
+	"batch-size": "serve index demo", "rpc-batch": "serve index demo", "rpc-concurrency": "serve index demo", "catch-up-lag": "serve index",
 	// no-traces: a full-history catch-up (index --until-tip) may be run
 	// without call traces too (docs/operations.md, mainnet and Fuji).
 	"poll": "serve index demo", "no-traces": "serve index demo",

@@ -37,6 +37,9 @@ type Config struct {
 	// defaults).
 	RPCBatch       int
 	RPCConcurrency int
+	// CatchUpLag enters a bulk catch-up (secondary indexes deferred) when a
+	// chain is more than this many blocks behind its node (0: off).
+	CatchUpLag uint64
 	// NoTraces: EVM blocks are fetched without call traces even when the
 	// node serves them (docs/operations.md).
 	NoTraces bool
@@ -112,6 +115,7 @@ func Register(fs *flag.FlagSet) *Config {
 	fs.StringVar(&c.Genesis, "genesis", "", "genesis config file for networks other than mainnet and fuji")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
 	fs.IntVar(&c.BatchSize, "batch-size", 256, "blocks per write transaction (SQLite writes pages shared by several blocks once per commit)")
+	fs.Uint64Var(&c.CatchUpLag, "catch-up-lag", 0, "bulk catch-up when a chain is more than this many blocks behind its node: secondary indexes deferred until caught up (0: off; docs/operations.md)")
 	fs.IntVar(&c.RPCBatch, "rpc-batch", 0, "EVM chains: heights per JSON-RPC batch, 1..500 (0: 20)")
 	fs.IntVar(&c.RPCConcurrency, "rpc-concurrency", 0, "EVM chains: JSON-RPC batches in flight, 1..64 (0: 4; 1 suits a node on the same machine)")
 	fs.BoolVar(&c.NoTraces, "no-traces", false, "EVM chains: do not fetch call traces (debug_traceBlockByNumber) even when the node serves them")

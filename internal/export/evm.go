@@ -62,7 +62,7 @@ type evmSource struct {
 	gp      big.Int
 }
 
-func newEVMSource(db *store.DB, chainKey, chainID string, tip int64, addrs []string) *evmSource {
+func newEVMSource(ctx context.Context, db *store.DB, chainKey, chainID string, tip int64, addrs []string) *evmSource {
 	n := len(addrs)
 	// Placeholders are numbered in order of appearance (SQLite binds them so).
 	in1 := placeholders(4, n)
@@ -84,7 +84,7 @@ func newEVMSource(db *store.DB, chainKey, chainID string, tip int64, addrs []str
 	// day() drops the repeat.
 	transfers := func(index, cond string) string {
 		hint := ""
-		if db.Dialect() == store.SQLite {
+		if db.Dialect() == store.SQLite && !db.IndexDeferred(ctx, index) {
 			// SQLite would rather walk the day's transfers in key order than
 			// an address index and sort; on a busy chain that reads every
 			// transfer of the day. PostgreSQL's planner picks by statistics.

@@ -42,7 +42,7 @@ func (s *Service) sources(ctx context.Context, n *api.Network, spec Spec) ([]str
 				return nil, nil, err
 			}
 			if ok {
-				out = append(out, newEVMSource(s.db, key, c.EVMChainID, tip, spec.Addresses))
+				out = append(out, newEVMSource(ctx, s.db, key, c.EVMChainID, tip, spec.Addresses))
 			}
 		case TypePrimary, TypePrimarySimple, TypePrimaryStaking:
 			if key != "P" && key != "X" && key != "C" {

@@ -72,6 +72,13 @@ type Options struct {
 	DiscoverEvery time.Duration
 	// Observer, when set, is told of each committed batch (metrics).
 	Observer Observer
+	// CatchUp enters a bulk catch-up at start (catchup.go); CatchUpLag
+	// enters one when a chain is more than that many blocks behind its
+	// node's tip (0: only when asked). Either way the deferred indexes are
+	// built once every chain is within CatchUpLag blocks (at least a batch)
+	// of its tip, and before Run returns with UntilTip.
+	CatchUp    bool
+	CatchUpLag uint64
 }
 
 // Observer receives the ingest measurements (internal/obs implements it).
@@ -89,6 +96,8 @@ type Pipeline struct {
 
 	mu       sync.Mutex
 	progress map[string]Progress
+
+	catchUp catchUp
 }
 
 // Progress is a chain's ingestion state for logs and the status command.
@@ -143,8 +152,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := p.startCatchUp(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go p.watchCatchUp(ctx)
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -165,6 +178,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if p.opts.Discover == nil {
 		wg.Wait()
+		if firstErr == nil && p.opts.UntilTip && ctx.Err() == nil {
+			return p.endCatchUp(ctx)
+		}
 		return firstErr
 	}
 	if p.opts.UntilTip {
@@ -178,7 +194,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 				return err
 			}
 			if len(added) == 0 {
-				return nil
+				return p.endCatchUp(ctx)
 			}
 			for _, c := range added {
 				start(c)

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,6 +59,9 @@ type DB struct {
 	ckpt    *checkpointer // file SQLite databases only
 	path    string        // file SQLite databases only: the database file
 	exec    *sqliteExec   // SQLite: the write transactions' statements (nil: all through the driver)
+	// deferred is IndexDeferred's snapshot of the bulk catch-up's dropped
+	// indexes (deferred.go).
+	deferred deferredCache
 }
 
 // ErrNotFound is returned by lookups that find no row.
@@ -255,6 +259,13 @@ func (db *DB) Migrate(ctx context.Context) error {
 	if len(st.Unknown) > 0 {
 		return fmt.Errorf("%w: it has migrations this build does not know (%s): run a Permafrost at least as new as the one that migrated it",
 			ErrNewerSchema, strings.Join(st.Unknown, ", "))
+	}
+	if len(st.Pending) > 0 && slices.Contains(st.Applied, deferredMigration) {
+		// A pending migration may change or drop an index a bulk catch-up
+		// deferred: the schema it migrates is the complete one.
+		if err := db.BuildDeferredIndexes(ctx, nil); err != nil {
+			return fmt.Errorf("store: before migrating: %w", err)
+		}
 	}
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {

@@ -1,0 +1,107 @@
+package evm_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/permafrost-dev/permafrost/internal/api"
+	"github.com/permafrost-dev/permafrost/internal/api/apitest"
+	apievm "github.com/permafrost-dev/permafrost/internal/api/data/evm"
+	"github.com/permafrost-dev/permafrost/internal/source"
+	"github.com/permafrost-dev/permafrost/internal/store"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testenv"
+)
+
+// TestAnswersDuringBulkCatchUp: while a bulk catch-up has the deferrable
+// indexes dropped, every route that reads through one of them answers what
+// it answers with the index (by another plan: SQLite's INDEXED BY hints are
+// left out), and again once the indexes are built. The keys asked for are
+// every indexed block and transaction, and the addresses and tokens of the
+// recorded transfers and transactions.
+func TestAnswersDuringBulkCatchUp(t *testing.T) {
+	for _, backend := range storetest.Backends {
+		t.Run(backend, func(t *testing.T) {
+			ctx := context.Background()
+			te := testenv.Index(t, testenv.DevnetDir(t), backend, source.TracesAuto)
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			mux := api.NewMux(log)
+			apievm.Register(mux, apievm.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log})
+			paths := catchUpPaths(t, te.DB)
+			serve := func() map[string]string {
+				out := map[string]string{}
+				for _, p := range paths {
+					code, body := apitest.ServeUnvalidated(t, mux, "GET", p)
+					out[p] = string(rune('0'+code/100)) + " " + string(body)
+				}
+				return out
+			}
+			want := serve()
+			ok := 0
+			for _, a := range want {
+				if a[0] == '2' {
+					ok++
+				}
+			}
+			if ok < len(paths)*9/10 {
+				t.Fatalf("only %d of %d requests answered 2xx with the indexes", ok, len(paths))
+			}
+			if _, err := te.DB.DeferIndexes(ctx); err != nil {
+				t.Fatal(err)
+			}
+			compare := func(stage string, got map[string]string) {
+				for p, w := range want {
+					if got[p] != w {
+						t.Errorf("%s: %s\n got %.300s\nwant %.300s", stage, p, got[p], w)
+					}
+				}
+			}
+			compare("indexes deferred", serve())
+			if err := te.DB.BuildDeferredIndexes(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			compare("indexes built", serve())
+		})
+	}
+}
+
+// catchUpPaths lists requests of every route that reads a deferrable index.
+func catchUpPaths(t *testing.T, db *store.DB) []string {
+	t.Helper()
+	const base = "/v1/chains/88888"
+	var paths []string
+	list := func(q string, each func(v string)) {
+		rows, err := db.QueryContext(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(store.ScanHex(&v)); err != nil {
+				t.Fatal(err)
+			}
+			each(v)
+		}
+	}
+	list(`SELECT hash FROM evm_txs WHERE chain_key = 'C'`, func(h string) { paths = append(paths, base+"/transactions/"+h) })
+	list(`SELECT hash FROM evm_blocks WHERE chain_key = 'C'`, func(h string) { paths = append(paths, base+"/blocks/"+h) })
+	list(`SELECT DISTINCT token FROM evm_transfers WHERE chain_key = 'C'`, func(a string) {
+		paths = append(paths, base+"/tokens/"+a+"/transfers?pageSize=100")
+	})
+	list(`SELECT DISTINCT address FROM evm_address_txs WHERE chain_key = 'C' UNION SELECT from_addr FROM evm_transfers WHERE chain_key = 'C'
+		UNION SELECT to_addr FROM evm_transfers WHERE chain_key = 'C'`, func(a string) {
+		for _, r := range []string{"/transactions?pageSize=100", "/transactions:listNative?pageSize=100", "/transactions:listErc20?pageSize=100",
+			"/transactions:listErc721?pageSize=100", "/transactions:listErc1155?pageSize=100", "/transactions:listInternals?pageSize=100", ""} {
+			paths = append(paths, base+"/addresses/"+a+r)
+		}
+		paths = append(paths, base+"/contracts/"+a+"/deployments", "/v2/chains/88888/addresses/"+a+"/transactions?pageSize=100")
+	})
+	paths = append(paths, base+"/transactions?pageSize=100", base+"/transactions?pageSize=100&status=failed", base+"/blocks?pageSize=100")
+	if len(paths) < 50 {
+		t.Fatalf("only %d requests from the index", len(paths))
+	}
+	return paths
+}

@@ -1,0 +1,251 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bulk catch-up: while ingestion is far behind the tip, the secondary
+// indexes listed in migrations/deferrable.txt are dropped (DeferIndexes) and
+// built again once it is caught up (BuildDeferredIndexes). Which indexes are
+// deferred is kept in the database (deferred_indexes, migration 0150), with
+// each index's definition as the database printed it, so a crash at any
+// point resumes: a deferred index stays listed until its build committed.
+// Readers work meanwhile, more slowly: queries plan without the index, and
+// SQLite's INDEXED BY hints are left out for a deferred index
+// (IndexDeferred). docs/operations.md "Bulk catch-up".
+
+//go:embed migrations/deferrable.txt
+var deferrableText string
+
+// deferredMigration creates deferred_indexes.
+const deferredMigration = "0150_deferred_indexes.sql"
+
+// Deferrable is the list of indexes a bulk catch-up may drop.
+func Deferrable() []string {
+	var out []string
+	for _, line := range strings.Split(deferrableText, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// DeferredIndex is an index dropped for a bulk catch-up, to be built again.
+type DeferredIndex struct {
+	Name, Table, Definition string
+	DeferredAt              time.Time
+}
+
+// DeferIndexes drops every deferrable index the database has, recording
+// each one's definition, in one transaction. It returns the indexes now
+// deferred (those of an earlier, unfinished catch-up included).
+func (db *DB) DeferIndexes(ctx context.Context) ([]DeferredIndex, error) {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("store: defer indexes: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	// This process's readers leave the hints out from now on, before the
+	// indexes go, until the commit shows what is deferred.
+	db.deferred.hold(Deferrable())
+	defer db.deferred.forget()
+	catalog := `SELECT tbl_name, sql FROM sqlite_master WHERE type = 'index' AND name = $1`
+	if db.dialect == Postgres {
+		catalog = `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`
+	}
+	now := time.Now().Unix()
+	for _, name := range Deferrable() {
+		var table, def string
+		err := tx.QueryRowContext(ctx, catalog, name).Scan(&table, &def)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // deferred already, or gone from the schema
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: defer index %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO deferred_indexes (name, table_name, definition, deferred_at)
+			VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`, name, table, def, now); err != nil {
+			return nil, fmt.Errorf("store: defer index %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DROP INDEX `+quoteIdent(name)); err != nil {
+			return nil, fmt.Errorf("store: defer index %s: %w", name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("store: defer indexes: %w", err)
+	}
+	return db.DeferredIndexes(ctx)
+}
+
+// DeferredIndexes lists the indexes a bulk catch-up dropped and that are
+// not built yet.
+func (db *DB) DeferredIndexes(ctx context.Context) ([]DeferredIndex, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT name, table_name, definition, deferred_at FROM deferred_indexes ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: deferred indexes: %w", err)
+	}
+	defer rows.Close()
+	var out []DeferredIndex
+	for rows.Next() {
+		var d DeferredIndex
+		var at int64
+		if err := rows.Scan(&d.Name, &d.Table, &d.Definition, &at); err != nil {
+			return nil, fmt.Errorf("store: deferred indexes: %w", err)
+		}
+		d.DeferredAt = time.Unix(at, 0)
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: deferred indexes: %w", err)
+	}
+	return out, nil
+}
+
+// createIndex matches the head of an index definition as SQLite and
+// PostgreSQL print it.
+var createIndex = regexp.MustCompile(`(?i)^\s*CREATE\s+(UNIQUE\s+)?INDEX\s+`)
+
+// BuildDeferredIndexes builds every deferred index and forgets it. On
+// SQLite each index is built and forgotten in one write transaction (it
+// holds the writer for the build); on PostgreSQL it is built CONCURRENTLY
+// (writers and readers go on), then forgotten; an invalid index a crashed
+// concurrent build left is dropped and built again. progress, if not nil,
+// is told of each index before its build.
+func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIndex)) error {
+	list, err := db.DeferredIndexes(ctx)
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	if db.dialect == SQLite {
+		// An index build sorts the whole table: its sorter spills to
+		// temporary files, not to the writer's memory (as in Migrate).
+		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+			return fmt.Errorf("store: build indexes: %w", err)
+		}
+		defer db.write.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY") //nolint:errcheck // best effort: only speed
+	}
+	for _, d := range list {
+		if progress != nil {
+			progress(d)
+		}
+		loc := createIndex.FindStringIndex(d.Definition)
+		if loc == nil {
+			return fmt.Errorf("store: build index %s: unexpected definition %q", d.Name, d.Definition)
+		}
+		head, rest := d.Definition[:loc[1]], d.Definition[loc[1]:]
+		if db.dialect == Postgres {
+			if err := db.buildConcurrently(ctx, d, head+"CONCURRENTLY IF NOT EXISTS "+rest); err != nil {
+				return err
+			}
+			continue
+		}
+		tx, err := db.write.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("store: build index %s: %w", d.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, head+"IF NOT EXISTS "+rest); err != nil {
+			tx.Rollback() //nolint:errcheck // the build's error is the one to report
+			return fmt.Errorf("store: build index %s: %w", d.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM deferred_indexes WHERE name = $1`, d.Name); err != nil {
+			tx.Rollback() //nolint:errcheck
+			return fmt.Errorf("store: build index %s: %w", d.Name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("store: build index %s: %w", d.Name, err)
+		}
+		db.deferred.forget()
+	}
+	return nil
+}
+
+func (db *DB) buildConcurrently(ctx context.Context, d DeferredIndex, create string) error {
+	// A concurrent build that did not finish (a crash, a cancel) leaves an
+	// invalid index of that name, which IF NOT EXISTS would keep.
+	var valid bool
+	err := db.write.QueryRowContext(ctx, `SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+		WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`, d.Name).Scan(&valid)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("store: build index %s: %w", d.Name, err)
+	case !valid:
+		if _, err := db.write.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+quoteIdent(d.Name)); err != nil {
+			return fmt.Errorf("store: build index %s: drop the invalid one: %w", d.Name, err)
+		}
+	}
+	if _, err := db.write.ExecContext(ctx, create); err != nil {
+		return fmt.Errorf("store: build index %s: %w", d.Name, err)
+	}
+	if _, err := db.write.ExecContext(ctx, `DELETE FROM deferred_indexes WHERE name = $1`, d.Name); err != nil {
+		return fmt.Errorf("store: build index %s: %w", d.Name, err)
+	}
+	db.deferred.forget()
+	return nil
+}
+
+// IndexDeferred reports whether index is deferred by a bulk catch-up, from
+// a snapshot at most deferredTTL old (this process's own changes show at
+// once). Readers that pin an index (SQLite's INDEXED BY) leave the pin out
+// for a deferred one: the query still answers, by another plan.
+func (db *DB) IndexDeferred(ctx context.Context, index string) bool {
+	return db.deferred.has(ctx, db, index)
+}
+
+const deferredTTL = 2 * time.Second
+
+// deferredCache is IndexDeferred's snapshot of deferred_indexes.
+type deferredCache struct {
+	mu    sync.Mutex
+	names map[string]bool
+	at    time.Time
+	held  bool // a DeferIndexes in progress
+}
+
+// hold answers deferred for names until the next forget.
+func (c *deferredCache) hold(names []string) {
+	c.mu.Lock()
+	c.names = map[string]bool{}
+	for _, n := range names {
+		c.names[n] = true
+	}
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *deferredCache) forget() {
+	c.mu.Lock()
+	c.at = time.Time{}
+	c.names = nil
+	c.held = false
+	c.mu.Unlock()
+}
+
+func (c *deferredCache) has(ctx context.Context, db *DB, index string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.held && (c.names == nil || time.Since(c.at) > deferredTTL) {
+		names := map[string]bool{}
+		list, err := db.DeferredIndexes(ctx)
+		if err != nil {
+			// Unknown: assume deferred (an unpinned query answers either way).
+			return true
+		}
+		for _, d := range list {
+			names[d.Name] = true
+		}
+		c.names, c.at = names, time.Now()
+	}
+	return c.names[index]
+}
+
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
