@@ -224,12 +224,11 @@ func balancesAt(ctx context.Context, db *store.DB, chain, token, ercType string,
 	if len(holders) == 0 {
 		return out, nil
 	}
-	args := []any{end, chain, store.Hex(token), ercType}
-	in := holderList(holders, &args)
-	rows, err := db.QueryContext(ctx, `SELECT b.holder,
-		(SELECT h.balance `+holderHistory+` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1)
-		FROM evm_token_balances b
-		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = '' AND b.holder IN (`+in+`)`, args...)
+	q, args, err := balancesAtQuery(db.Dialect(), chain, token, ercType, end, holders)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 	}
@@ -248,6 +247,36 @@ func balancesAt(ctx context.Context, db *store.DB, chain, token, ercType string,
 		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 	}
 	return out, nil
+}
+
+// selBalancesAtPG seeks each holder's history of the array $5 (one fixed
+// statement): PostgreSQL's generic plan of the IN-list form (SQLite's,
+// below), used from a statement's sixth run on, took 40 µs a holder against
+// 20 µs for the custom plans before it; the LATERAL probes, one descent of
+// the history's primary key each, do not depend on the plan's estimates.
+const selBalancesAtPG = `SELECT k.holder, h.balance FROM unnest($5::bytea[]) AS k(holder),
+	LATERAL (SELECT h.balance FROM evm_token_balance_history h WHERE h.chain_key = $2 AND h.holder = k.holder
+		AND h.erc_type = $4 AND h.token = $3 AND h.token_id = '' AND h.block_number <= $1
+		ORDER BY h.block_number DESC LIMIT 1) AS h`
+
+// balancesAtQuery is balancesAt's statement and arguments per backend.
+func balancesAtQuery(d store.Dialect, chain, token, ercType string, end int64, holders []string) (string, []any, error) {
+	args := []any{end, chain, store.Hex(token), ercType}
+	if d == store.Postgres {
+		keys := make([][]byte, len(holders))
+		for i, h := range holders {
+			var err error
+			if keys[i], err = store.HexBytes(h); err != nil {
+				return "", nil, fmt.Errorf("metrics: holder %q: %w", h, err)
+			}
+		}
+		return selBalancesAtPG, append(args, keys), nil
+	}
+	in := holderList(holders, &args)
+	return `SELECT b.holder,
+		(SELECT h.balance ` + holderHistory + ` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1)
+		FROM evm_token_balances b
+		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = '' AND b.holder IN (` + in + `)`, args, nil
 }
 
 // holderList appends holders to args as placeholders and returns the list
