@@ -124,7 +124,7 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 		for ; i < len(undecided) && len(chunk) < size && !beaten(undecided[i]); i++ {
 			chunk[undecided[i].Address] = undecided[i].Balance
 		}
-		held, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk, nil)
+		held, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk)
 		if err != nil {
 			return nil, false, err
 		}
@@ -304,14 +304,15 @@ func atLeast(v, thr string) bool {
 const holderHistory = `FROM evm_token_balance_history h WHERE h.chain_key = b.chain_key AND h.holder = b.holder
 		AND h.erc_type = b.erc_type AND h.token = b.token AND h.token_id = b.token_id`
 
-// heldInRange appends to out the holders of undecided (with their balance
+// heldInRange is the holders of undecided (with their balance
 // after endBlock) whose opening balance (after startBlock) or a balance
 // after a block of (startBlock, endBlock] reached thr: their rows by primary
 // key, each a seek and an EXISTS that stops at the first such block.
-func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]*big.Int, out []HeldBalance) ([]HeldBalance, error) {
+func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]*big.Int) ([]HeldBalance, error) {
 	if len(undecided) == 0 {
-		return out, nil
+		return nil, nil
 	}
+	var out []HeldBalance
 	holders := make([]string, 0, len(undecided))
 	for h := range undecided {
 		holders = append(holders, h)
