@@ -56,11 +56,7 @@ func (h *handlers) tokenBalances(r *http.Request) (any, error) {
 	if !ok || threshold.Sign() < 0 || len(p.String("threshold")) > 80 {
 		p.Fail("threshold must be a non-negative decimal integer (token units), got %q", short(p.String("threshold")))
 	}
-	start := p.Int("startTimestamp", -1, 0, maxTimestamp)
-	end := p.Int("endTimestamp", -1, 0, maxTimestamp)
-	if start >= 0 && end >= 0 && end < start {
-		p.Fail("endTimestamp (%d) must not be before startTimestamp (%d)", end, start)
-	}
+	start, end := timeRange(p)
 	size := p.PageSize(holdersDefaultPageSize, 1, holdersMaxPageSize)
 	if err := p.Err(); err != nil {
 		return nil, err
