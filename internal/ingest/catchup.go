@@ -54,7 +54,7 @@ func (p *Pipeline) startCatchUp(ctx context.Context) error {
 	if !enter {
 		return nil
 	}
-	if deferred, err = p.db.DeferIndexes(ctx); err != nil {
+	if deferred, err = p.db.DeferIndexes(ctx, store.Deferrable()); err != nil {
 		return err
 	}
 	if len(deferred) == 0 {

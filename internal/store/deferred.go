@@ -45,10 +45,11 @@ type DeferredIndex struct {
 	DeferredAt              time.Time
 }
 
-// DeferIndexes drops every deferrable index the database has, recording
-// each one's definition, in one transaction. It returns the indexes now
-// deferred (those of an earlier, unfinished catch-up included).
-func (db *DB) DeferIndexes(ctx context.Context) ([]DeferredIndex, error) {
+// DeferIndexes drops those of the indexes names the database has (a bulk
+// catch-up: Deferrable()), recording each one's definition, in one
+// transaction. It returns the indexes now deferred (those of an earlier,
+// unfinished catch-up included); BuildDeferredIndexes builds them again.
+func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex, error) {
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("store: defer indexes: %w", err)
@@ -56,14 +57,14 @@ func (db *DB) DeferIndexes(ctx context.Context) ([]DeferredIndex, error) {
 	defer tx.Rollback() //nolint:errcheck // no-op after commit
 	// This process's readers leave the hints out from now on, before the
 	// indexes go, until the commit shows what is deferred.
-	db.deferred.hold(Deferrable())
+	db.deferred.hold(names)
 	defer db.deferred.forget()
 	catalog := `SELECT tbl_name, sql FROM sqlite_master WHERE type = 'index' AND name = $1`
 	if db.dialect == Postgres {
 		catalog = `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`
 	}
 	now := time.Now().Unix()
-	for _, name := range Deferrable() {
+	for _, name := range names {
 		var table, def string
 		err := tx.QueryRowContext(ctx, catalog, name).Scan(&table, &def)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -46,7 +46,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 					t.Fatalf("deferrable index %s is not in the migrated schema", name)
 				}
 			}
-			deferred, err := db.DeferIndexes(ctx)
+			deferred, err := db.DeferIndexes(ctx, store.Deferrable())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 			}
 			// Deferring again (a restart that enters catch-up again) keeps the
 			// recorded definitions.
-			if again, err := db.DeferIndexes(ctx); err != nil || len(again) != len(want) {
+			if again, err := db.DeferIndexes(ctx, store.Deferrable()); err != nil || len(again) != len(want) {
 				t.Fatalf("defer again: %d, %v", len(again), err)
 			}
 			db.Close()
@@ -133,7 +133,7 @@ func TestBuildReplacesInvalidIndex(t *testing.T) {
 func TestInterruptedBuildResumes(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		want := indexDefinitions(t, db)
-		if _, err := db.DeferIndexes(context.Background()); err != nil {
+		if _, err := db.DeferIndexes(context.Background(), store.Deferrable()); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -59,29 +59,6 @@ var deferredIndexes = []string{
 	"evm_txs_hash", "evm_txs_failed", "evm_blocks_hash", "evm_blocks_time",
 }
 
-// dropDeferred drops deferredIndexes and returns what builds them again.
-func dropDeferred(ctx context.Context, db *store.DB) (func(context.Context) error, error) {
-	var defs []string
-	for _, name := range deferredIndexes {
-		var def string
-		if err := db.QueryRowContext(ctx, `SELECT sql FROM sqlite_master WHERE type = 'index' AND name = $1`, name).Scan(&def); err != nil {
-			return nil, fmt.Errorf("deferred index %s: %w", name, err)
-		}
-		if _, err := db.ExecContext(ctx, `DROP INDEX `+name); err != nil {
-			return nil, fmt.Errorf("drop index %s: %w", name, err)
-		}
-		defs = append(defs, def)
-	}
-	return func(ctx context.Context) error {
-		for _, def := range defs {
-			if _, err := db.ExecContext(ctx, def); err != nil {
-				return fmt.Errorf("build deferred index: %w", err)
-			}
-		}
-		return nil
-	}, nil
-}
-
 // ingestBatches are the ingest driver's transactions (100 EVM blocks, and
 // small P/X batches): the reference the bulk generation is tested against.
 var ingestBatches = batching{evm: 100, px: 20}
@@ -124,10 +101,11 @@ func generate(ctx context.Context, db *store.DB, cfg Config, batch batching, log
 	if err := g.putChains(ctx); err != nil {
 		return nil, err
 	}
-	var restore func(context.Context) error
-	if batch.deferIndexes && db.Dialect() == store.SQLite {
-		var err error
-		if restore, err = dropDeferred(ctx, db); err != nil {
+	// The bulk catch-up's mechanism (store.DeferIndexes) with this longer
+	// list: nothing reads the dataset until it is built.
+	deferred := batch.deferIndexes && db.Dialect() == store.SQLite
+	if deferred {
+		if _, err := db.DeferIndexes(ctx, deferredIndexes); err != nil {
 			return nil, err
 		}
 	}
@@ -139,8 +117,8 @@ func generate(ctx context.Context, db *store.DB, cfg Config, batch batching, log
 		return nil, fmt.Errorf("evm: %w", err)
 	}
 	log.Info("evm generated", "elapsed", time.Since(start).Round(time.Second))
-	if restore != nil {
-		if err := restore(ctx); err != nil {
+	if deferred {
+		if err := db.BuildDeferredIndexes(ctx, nil); err != nil {
 			return nil, err
 		}
 		log.Info("deferred indexes built", "elapsed", time.Since(start).Round(time.Second))

@@ -48,7 +48,7 @@ func TestAnswersDuringBulkCatchUp(t *testing.T) {
 			if ok < len(paths)*9/10 {
 				t.Fatalf("only %d of %d requests answered 2xx with the indexes", ok, len(paths))
 			}
-			if _, err := te.DB.DeferIndexes(ctx); err != nil {
+			if _, err := te.DB.DeferIndexes(ctx, store.Deferrable()); err != nil {
 				t.Fatal(err)
 			}
 			compare := func(stage string, got map[string]string) {
