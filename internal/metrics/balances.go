@@ -184,7 +184,7 @@ func readCandidates(ctx context.Context, db *store.DB, chain, token, ercType, th
 	// Stored decimals compare without parsing: a longer number is larger,
 	// equal lengths compare as text.
 	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, b.balance, b.max_balance
-		FROM evm_token_balances b`+db.IndexedBy("evm_token_balances_token")+`
+		FROM evm_token_balances b`+db.IndexedBy(ctx, "evm_token_balances_token")+`
 		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
 		AND (LENGTH(b.max_balance) > $4 OR (LENGTH(b.max_balance) = $4 AND b.max_balance >= $5))`,
 		chain, store.Hex(token), ercType, len(thr), thr)

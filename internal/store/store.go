@@ -179,9 +179,11 @@ func (db *DB) Dialect() Dialect { return db.dialect }
 // IndexedBy is " INDEXED BY index" on SQLite, "" on PostgreSQL: it pins
 // SQLite, which plans without statistics, to an index where it would rather
 // walk a table's primary key (PostgreSQL plans from its statistics and has
-// no such clause). A renamed index fails the query loudly.
-func (db *DB) IndexedBy(index string) string {
-	if db.dialect == SQLite {
+// no such clause). A renamed index fails the query loudly. An index a bulk
+// catch-up deferred is not pinned: the query answers by another plan, more
+// slowly, until the index is built (docs/operations.md).
+func (db *DB) IndexedBy(ctx context.Context, index string) string {
+	if db.dialect == SQLite && !db.IndexDeferred(ctx, index) {
 		return " INDEXED BY " + index
 	}
 	return ""

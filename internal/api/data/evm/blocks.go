@@ -217,7 +217,7 @@ func (h *handlers) block(ctx context.Context, q *chainReq, num int64, hash strin
 	if hash != "" {
 		// Without statistics SQLite would walk the primary key's range
 		// (number <= tip) rather than seek the hash.
-		cond, vals, idx = "b.hash = @hash", map[string]any{"hash": store.Hex(hash)}, h.indexedBy(ctx, "evm_blocks_hash")
+		cond, vals, idx = "b.hash = @hash", map[string]any{"hash": store.Hex(hash)}, h.d.DB.IndexedBy(ctx, "evm_blocks_hash")
 	}
 	vals["chain"], vals["tip"] = q.chain.Key, q.tip
 	notFound := func() error {
@@ -322,7 +322,7 @@ func (h *handlers) listAllBlocks(r *http.Request) (any, error) {
 				cond = " AND b.timestamp < @ts"
 			}
 		}
-		rows, err := h.query(ctx, `SELECT `+blockCols+` FROM evm_blocks b`+h.indexedBy(ctx, "evm_blocks_time")+`
+		rows, err := h.query(ctx, `SELECT `+blockCols+` FROM evm_blocks b`+h.d.DB.IndexedBy(ctx, "evm_blocks_time")+`
 			WHERE b.chain_key = @chain AND b.number <= @tip`+cond+`
 			ORDER BY b.timestamp DESC, b.number DESC LIMIT @limit`, vals)
 		if err != nil {

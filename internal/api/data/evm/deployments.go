@@ -110,8 +110,8 @@ func (h *handlers) hasActivity(ctx context.Context, chainKey, addr string) (bool
 	a := store.Hex(addr)
 	for _, q := range []string{
 		`SELECT 1 FROM evm_address_txs WHERE chain_key = $1 AND address = $2 LIMIT 1`,
-		`SELECT 1 FROM evm_transfers` + h.indexedBy(ctx, "evm_transfers_from") + ` WHERE chain_key = $1 AND from_addr = $2 LIMIT 1`,
-		`SELECT 1 FROM evm_transfers` + h.indexedBy(ctx, "evm_transfers_to") + ` WHERE chain_key = $1 AND to_addr = $2 LIMIT 1`,
+		`SELECT 1 FROM evm_transfers` + h.d.DB.IndexedBy(ctx, "evm_transfers_from") + ` WHERE chain_key = $1 AND from_addr = $2 LIMIT 1`,
+		`SELECT 1 FROM evm_transfers` + h.d.DB.IndexedBy(ctx, "evm_transfers_to") + ` WHERE chain_key = $1 AND to_addr = $2 LIMIT 1`,
 		`SELECT 1 FROM evm_native_balances WHERE chain_key = $1 AND address = $2 LIMIT 1`,
 	} {
 		rows, err := h.d.DB.QueryContext(ctx, q, chainKey, a)

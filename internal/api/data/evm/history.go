@@ -193,7 +193,7 @@ func (h *handlers) transferKeys(col string) func(context.Context, keyScan) ([]tx
 			}
 			vals["limit"] = chunk
 			rows, err := h.query(ctx, `SELECT f.block_number, f.tx_index, f.log_index, f.batch_index
-				FROM evm_transfers f`+h.indexedBy(ctx, index)+`
+				FROM evm_transfers f`+h.d.DB.IndexedBy(ctx, index)+`
 				WHERE f.chain_key = @chain AND f.`+col+` = @addr`+cond+`
 				ORDER BY f.block_number`+s.dir()+`, f.log_index`+s.dir()+`, f.batch_index`+s.dir()+` LIMIT @limit`, vals)
 			if err != nil {
@@ -300,7 +300,7 @@ func (h *handlers) listErcTxs(typ string) api.Handler {
 					n.token_uri, COALESCE(n.metadata_status, ''), n.metadata, COALESCE(n.metadata_updated_at, 0)
 				FROM (SELECT f.chain_key, f.block_number, f.log_index, f.batch_index, f.tx_hash, f.block_time, f.token,
 						f.from_addr, f.to_addr, f.token_id, f.value, f.erc_type
-					FROM evm_transfers f`+h.indexedBy(ctx, index)+`
+					FROM evm_transfers f`+h.d.DB.IndexedBy(ctx, index)+`
 					WHERE f.chain_key = @chain AND f.`+col+` = @addr AND f.erc_type = @typ`+nft+` AND f.block_number >= @lo`+cond+`
 					ORDER BY f.block_number DESC, f.log_index DESC, f.batch_index DESC LIMIT @limit) f
 				JOIN evm_blocks bl ON bl.chain_key = f.chain_key AND bl.number = f.block_number

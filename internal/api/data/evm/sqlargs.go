@@ -75,16 +75,3 @@ func (h *handlers) query(ctx context.Context, q string, vals map[string]any) (*s
 	}
 	return h.d.DB.QueryContext(ctx, text, args...)
 }
-
-// indexedBy pins SQLite to index for a table whose clustered primary key it
-// would otherwise prefer without statistics (PostgreSQL has none such
-// clause and plans from its statistics). The index names are the
-// migrations'; a renamed index fails the query loudly. An index a bulk
-// catch-up deferred is not pinned: the query answers by another plan,
-// more slowly, until the index is built (docs/operations.md).
-func (h *handlers) indexedBy(ctx context.Context, index string) string {
-	if h.d.DB.Dialect() == store.SQLite && !h.d.DB.IndexDeferred(ctx, index) {
-		return " INDEXED BY " + index
-	}
-	return ""
-}

@@ -76,7 +76,7 @@ func (h *handlers) listTransfers(r *http.Request) (any, error) {
 	rows, err := h.query(ctx, `SELECT t.block_number, t.log_index, t.batch_index, t.tx_hash, t.block_time, bl.hash,
 			t.erc_type, t.from_addr, t.to_addr, t.token_id, t.value, n.token_uri, COALESCE(n.metadata_status, ''), n.metadata,
 			COALESCE(n.metadata_updated_at, 0)
-		FROM evm_transfers t`+h.indexedBy(ctx, "evm_transfers_token")+`
+		FROM evm_transfers t`+h.d.DB.IndexedBy(ctx, "evm_transfers_token")+`
 		JOIN evm_blocks bl ON bl.chain_key = t.chain_key AND bl.number = t.block_number
 		LEFT JOIN evm_nft_tokens n ON n.chain_key = t.chain_key AND n.token = @tokenText AND n.token_id = t.token_id
 			AND t.erc_type <> 'ERC-20'

@@ -83,7 +83,7 @@ func (h *handlers) txDetail(ctx context.Context, q *chainReq, currency, cond str
 	vals["chain"], vals["tip"] = q.chain.Key, q.tip
 	rows, err := h.query(ctx, `SELECT `+txCols+`, t.max_fee_per_gas, t.max_priority_fee_per_gas,
 			b.base_fee, b.timestamp_ms, b.min_delay_excess, rb.body, rb.encoding
-		FROM evm_txs t`+h.indexedBy(ctx, "evm_txs_hash")+h.txJoin()+`
+		FROM evm_txs t`+h.d.DB.IndexedBy(ctx, "evm_txs_hash")+h.txJoin()+`
 		JOIN evm_blocks b ON b.chain_key = t.chain_key AND b.number = t.block_number
 		LEFT JOIN raw_blocks rb ON rb.chain_key = t.chain_key AND rb.height = t.block_number
 		WHERE t.chain_key = @chain AND `+cond+` AND t.block_number <= @tip`, vals)

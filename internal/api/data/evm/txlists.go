@@ -74,7 +74,7 @@ func (h *handlers) listLatestTxs(r *http.Request) (any, error) {
 	}
 	idx := ""
 	if status == " AND t.status = 0" {
-		idx = h.indexedBy(r.Context(), "evm_txs_failed")
+		idx = h.d.DB.IndexedBy(r.Context(), "evm_txs_failed")
 	}
 	txs, keys, err := h.scanTxs(r.Context(), q.chain, `SELECT `+txCols+` FROM evm_txs t`+idx+h.txJoin()+`
 		WHERE t.chain_key = @chain`+cond+status+`
@@ -191,7 +191,7 @@ func (h *handlers) listAllTxs(r *http.Request) (any, error) {
 	}
 	idx := ""
 	if status == " AND t.status = 0" {
-		idx = h.indexedBy(ctx, "evm_txs_failed")
+		idx = h.d.DB.IndexedBy(ctx, "evm_txs_failed")
 	}
 	type item struct {
 		t     NativeTransaction

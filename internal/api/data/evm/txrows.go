@@ -151,8 +151,8 @@ func (h *handlers) transfersOf(ctx context.Context, chain api.ChainRef, keys []t
 	conds := []string{""}
 	if addr != "" {
 		vals["addr"] = store.Hex(addr)
-		conds = []string{h.indexedBy(ctx, "evm_transfers_from") + "@ AND f.from_addr = @addr",
-			h.indexedBy(ctx, "evm_transfers_to") + "@ AND f.to_addr = @addr AND f.from_addr <> @addr"}
+		conds = []string{h.d.DB.IndexedBy(ctx, "evm_transfers_from") + "@ AND f.from_addr = @addr",
+			h.d.DB.IndexedBy(ctx, "evm_transfers_to") + "@ AND f.to_addr = @addr AND f.from_addr <> @addr"}
 	}
 	for _, c := range conds {
 		idx, cond, _ := strings.Cut(c, "@")
