@@ -83,13 +83,10 @@ func newEVMSource(ctx context.Context, db *store.DB, chainKey, chainID string, t
 	// transaction linked to two of the addresses appears twice, adjacent;
 	// day() drops the repeat.
 	transfers := func(index, cond string) string {
-		hint := ""
-		if db.Dialect() == store.SQLite && !db.IndexDeferred(ctx, index) {
-			// SQLite would rather walk the day's transfers in key order than
-			// an address index and sort; on a busy chain that reads every
-			// transfer of the day. PostgreSQL's planner picks by statistics.
-			hint = " INDEXED BY " + index
-		}
+		// SQLite would rather walk the day's transfers in key order than an
+		// address index and sort; on a busy chain that reads every transfer
+		// of the day.
+		hint := db.IndexedBy(ctx, index)
 		return `SELECT 1, x.block_number, x.tx_index, x.log_index, x.batch_index, x.tx_hash, t.block_hash, x.block_time,
 			x.from_addr, x.to_addr, x.value, x.erc_type, x.token, x.token_id, 0, '', t.status, t.method_id, ''
 		FROM evm_transfers x` + hint + ` CROSS JOIN evm_txs t
