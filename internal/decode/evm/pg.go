@@ -19,11 +19,12 @@ import (
 // one pipelined pgx batch inside the store transaction. Its buffers live
 // across blocks.
 //
-// The tables of insert specs marked copyBatch (no reader inside the batch's
-// transaction: address links, balance histories, logs, NFT owner history)
-// are not written per block: their rows are kept until the batch's Flush
-// and loaded by one binary COPY per table (flushCopies), still in the
-// batch's transaction, before its checkpoint. Per block, a table's 4-40
+// The tables of insert specs marked copyBatch (nothing reads them in the
+// batch's transaction before its Flush: blocks, txs, transfers, internal
+// txs, address links, balance histories, logs, NFT owner history) are not
+// written per block: their rows are kept until the batch's Flush and loaded
+// by one binary COPY per table (flushCopies), still in the batch's
+// transaction, before its checkpoint. Per block, a table's 4-40
 // rows cost a statement's planning and executor start-up on the server; a
 // batch's thousands of rows in one COPY go through its multi-insert path
 // (docs/benchmarks.md, "PostgreSQL write path").

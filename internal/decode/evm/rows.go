@@ -122,7 +122,8 @@ type insertSpec struct {
 	perRow int    // columns that are not block columns
 	// copyBatch: on PostgreSQL the rows wait for the batch's Flush and go
 	// by one COPY per batch (pgWriter). Only for tables nothing reads inside
-	// the batch's transaction and without a conflict clause.
+	// the batch's transaction before its Flush (wrappers read them back after
+	// the inner Flush) and without a conflict clause.
 	copyBatch bool
 	copyKey   []int // column positions to sort the batch's rows by (batchCopied)
 

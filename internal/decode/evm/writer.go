@@ -21,25 +21,30 @@ import (
 // Statements. Column lists are the order values are appended in writer;
 // block columns (b*) are set once per block in begin, the others (c*) per row.
 var (
-	insBlocks = newInsert("evm_blocks", []column{cText("chain_key"), cInt("number"), cBlob("hash"),
+	// evm_blocks, evm_txs, evm_transfers and evm_internal_txs are read
+	// inside the batch only at its Flush, after these COPYs (the metrics
+	// rollups, the webhook emitter), or after a restart (cumulate): they go by
+	// one COPY per batch on PostgreSQL too, in block order (their keys start
+	// with the block).
+	insBlocks = batchCopied(newInsert("evm_blocks", []column{cText("chain_key"), cInt("number"), cBlob("hash"),
 		cBlob("parent_hash"), cInt("timestamp"), cInt("timestamp_ms"), cInt("tx_count"), cInt("gas_used"),
 		cInt("gas_limit"), cText("base_fee"), cBlob("miner"), cInt("size_bytes"), cBlob("state_root"),
 		cText("extra_data"), cBlob("ext_data_hash"), cText("ext_data_gas_used"), cText("block_gas_cost"),
-		cText("min_delay_excess"), cBlob("block_extra_data"), cInt("cumulative_txs")}, "")
-	insTxs = newInsert("evm_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
+		cText("min_delay_excess"), cBlob("block_extra_data"), cInt("cumulative_txs")}, ""))
+	insTxs = batchCopied(newInsert("evm_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
 		cBlob("hash"), bBlob("block_hash"), bInt("block_time"), cBlob("from_addr"), cBlob("to_addr"),
 		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
 		cText("max_priority_fee_per_gas"), cInt("gas_used"), cInt("nonce"), cInt("tx_type"), cInt("status"),
-		cText("method_id"), cInt("input_size"), cBlob("contract_address"), cInt("log_count")}, "")
+		cText("method_id"), cInt("input_size"), cBlob("contract_address"), cInt("log_count")}, ""))
 	insAddrTxs = batchCopied(newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cInt("tx_index")}, ""), "address")
 	insLogs = batchCopied(newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
 		cInt("tx_index"), cBlob("tx_hash"), cBlob("address"), cInt("topic_count"), cBlob("topic0"),
 		cBlob("topic1"), cBlob("topic2"), cBlob("topic3"), cBlob("data")}, "")) // already in key order
-	insTransfers = newInsert("evm_transfers", []column{bText("chain_key"), bInt("block_number"),
+	insTransfers = batchCopied(newInsert("evm_transfers", []column{bText("chain_key"), bInt("block_number"),
 		cInt("log_index"), cInt("batch_index"), cInt("tx_index"), cBlob("tx_hash"), bInt("block_time"),
 		cBlob("token"), cText("erc_type"), cBlob("from_addr"), cBlob("to_addr"), cBlob("operator"),
-		cText("token_id"), cText("value")}, "")
+		cText("token_id"), cText("value")}, ""))
 	// evm_contracts: the first block whose events show a contract's type
 	// records it (erc_type_block), whether or not the enrichment already set
 	// erc_type from calls (leaving erc_type_block -1): the row must not
@@ -72,10 +77,10 @@ var (
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
 	insNativeHist = batchCopied(newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cText("balance")}, ""), "address")
-	insInternals = newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
+	insInternals = batchCopied(newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
 		cInt("trace_index"), cBlob("tx_hash"), bBlob("block_hash"), bInt("block_time"), cText("call_type"),
 		cBlob("from_addr"), cBlob("to_addr"), cText("value"), cInt("gas"), cInt("gas_used"), cInt("reverted"),
-		cInt("depth")}, "")
+		cInt("depth")}, ""))
 	insAddrInternals = batchCopied(newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
 		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, ""), "address")
 	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
