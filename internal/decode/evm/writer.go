@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/big"
 	"slices"
 	"strconv"
@@ -54,8 +55,10 @@ var (
 		cText("deployer_address"), cText("deployer_contract_address"), cText("erc_type"), cInt("erc_type_block")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET erc_type = excluded.erc_type, erc_type_block = excluded.erc_type_block"+
 			" WHERE evm_contracts.erc_type_block = -1 AND excluded.erc_type <> ''")
+	// evm_nft_tokens: written once per id per batch (flushBalances), the
+	// batch's blocks merged as their upserts would have left the row.
 	insNFTs = newInsert("evm_nft_tokens", []column{bText("chain_key"), cText("token"), cText("token_id"),
-		cText("erc_type"), cText("owner"), bInt("owner_block"), bInt("first_block")},
+		cText("erc_type"), cText("owner"), cInt("owner_block"), cInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
 			" WHERE excluded.owner <> ''")
 	insNFTHistory = batchCopied(newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
@@ -182,6 +185,7 @@ type writer struct {
 	// the flush, they are the only copy of the key's balance.
 	dirtyN   map[common.Address]dirtyBalance
 	dirtyT   map[tokenKey]dirtyBalance
+	dirtyNFT map[nftKey]dirtyNFT // likewise the NFT ids' rows
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
 	// Untrusted balances (trace.go): what the block says, and the chain's
@@ -228,6 +232,7 @@ func newWriter(log *slog.Logger) *writer {
 		maxCached: maxCached,
 		dirtyN:    make(map[common.Address]dirtyBalance),
 		dirtyT:    make(map[tokenKey]dirtyBalance),
+		dirtyNFT:  make(map[nftKey]dirtyNFT),
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
 		idxN:      make(map[string]int),
@@ -266,6 +271,14 @@ type dirtyBalance struct {
 	max   string // tokens: the largest non-negative balance after a block of the batch, decimal ('' none)
 }
 
+// dirtyNFT is an evm_nft_tokens row waiting for flushBalances: what the
+// batch's per-block upserts would leave (the first block's type and first
+// block; the last owner set and its block, else the first block).
+type dirtyNFT struct {
+	typ, owner             string
+	ownerBlock, firstBlock int64
+}
+
 // dropCaches forgets everything cached about the tables, and the balances
 // not flushed (their transaction is being abandoned).
 func (w *writer) dropCaches() {
@@ -273,6 +286,7 @@ func (w *writer) dropCaches() {
 	clear(w.cacheT)
 	clear(w.dirtyN)
 	clear(w.dirtyT)
+	clear(w.dirtyNFT)
 	clear(w.knownC)
 	clear(w.knownNFT)
 	w.pg.discard()
@@ -321,7 +335,6 @@ func (w *writer) begin(chain string, b *block) {
 	w.txs.blockArgs = append(w.txs.blockArgs, chain, num, b.hash[:], w.time)
 	w.transfers.blockArgs = append(w.transfers.blockArgs, chain, num, w.time)
 	w.contracts.blockArgs = append(w.contracts.blockArgs, chain, num, w.time)
-	w.nftRows.blockArgs = append(w.nftRows.blockArgs, chain, num, num)
 	for _, r := range []*rowSet{&w.addrTxs, &w.logs, &w.nftHist, &w.tokHist, &w.natHist, &w.addrInternals, &w.untrusted, &w.untrustedTokens} {
 		r.blockArgs = append(r.blockArgs, chain, num)
 	}
@@ -329,10 +342,10 @@ func (w *writer) begin(chain string, b *block) {
 }
 
 // sets lists the row sets written per block, in the order they are written
-// (the current balances are written per batch: flushBalances).
+// (the current balances and NFT ids are written per batch: flushBalances).
 func (w *writer) sets() []*rowSet {
 	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
-		&w.nftRows, &w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted, &w.untrustedTokens}
+		&w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted, &w.untrustedTokens}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
@@ -655,7 +668,14 @@ func (w *writer) buildNFTs(num int64) {
 			continue // an ERC-1155 id already recorded
 		}
 		w.knownNFT[k] = struct{}{}
-		w.nftRows.args = append(w.nftRows.args, w.addr(k.token), k.id, s.typ.String(), owner)
+		d, ok := w.dirtyNFT[k]
+		if !ok {
+			d = dirtyNFT{typ: s.typ.String(), ownerBlock: num, firstBlock: num}
+		}
+		if owner != "" {
+			d.owner, d.ownerBlock = owner, num
+		}
+		w.dirtyNFT[k] = d
 	}
 }
 
@@ -885,16 +905,20 @@ func current[K comparable](cache map[K]*big.Int, dirty map[K]dirtyBalance, k K) 
 }
 
 // flushBalances writes the current balances changed since the last flush,
-// one row per key with the block of its last change, in key order (rows
-// next to each other in the table's B-tree are written together).
+// one row per key with the block of its last change, and the NFT ids' rows
+// (dirtyNFT), in key order (rows next to each other in the table's B-tree
+// are written together): one statement per table and batch, where a
+// per-block upsert cost a statement per block (issue #22).
 func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
-	if len(w.dirtyN) == 0 && len(w.dirtyT) == 0 {
+	if len(w.dirtyN) == 0 && len(w.dirtyT) == 0 && len(w.dirtyNFT) == 0 {
 		return nil
 	}
 	w.natBal.reset()
 	w.tokBal.reset()
+	w.nftRows.reset()
 	w.natBal.blockArgs = append(w.natBal.blockArgs, w.chain)
 	w.tokBal.blockArgs = append(w.tokBal.blockArgs, w.chain)
+	w.nftRows.blockArgs = append(w.nftRows.blockArgs, w.chain)
 
 	type natRow struct {
 		addr common.Address
@@ -926,10 +950,18 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 		r := &tok[i]
 		w.tokBal.args = append(w.tokBal.args, r.k.holder[:], r.k.typ.String(), r.k.token[:], r.k.id, decimal(r.bal.bal), r.bal.block, r.bal.max)
 	}
+	nfts := slices.SortedFunc(maps.Keys(w.dirtyNFT), func(a, b nftKey) int {
+		return cmp.Or(bytes.Compare(a.token[:], b.token[:]), cmp.Compare(a.id, b.id))
+	})
+	for _, k := range nfts {
+		d := w.dirtyNFT[k]
+		w.nftRows.args = append(w.nftRows.args, hexString(k.token[:]), k.id, d.typ, d.owner, d.ownerBlock, d.firstBlock)
+	}
 	clear(w.dirtyN)
 	clear(w.dirtyT)
+	clear(w.dirtyNFT)
 
-	sets := []*rowSet{&w.tokBal, &w.natBal}
+	sets := []*rowSet{&w.tokBal, &w.natBal, &w.nftRows}
 	if tx.Dialect() == store.Postgres {
 		return w.pg.write(ctx, tx, sets)
 	}
