@@ -203,11 +203,13 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 	return out
 }
 
-// Current balances are written once per batch (Flush), from the balances the
-// batch's blocks left. Whatever the batch size, with caches emptied while
-// keys wait for the flush (they must not be read back from the table then),
-// and with a batch abandoned halfway (Discard), the tables must be those of
-// one block per transaction, and each current balance its history's last.
+// Current balances and NFT ids' rows are written once per batch (Flush),
+// from what the batch's blocks left; on PostgreSQL the per-block tables are
+// loaded by one COPY per batch. Whatever the batch size, with caches emptied
+// while keys wait for the flush (they must not be read back from the table
+// then), and with a batch abandoned halfway (Discard), the tables must be
+// those of one block per transaction, and each current balance its
+// history's last.
 func TestBalancesFlushedPerBatch(t *testing.T) {
 	gen, blocks := generated(11, 120)
 	tables := []string{
@@ -215,6 +217,10 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
 		"SELECT holder, erc_type, token, token_id, balance, block_number FROM evm_token_balances ORDER BY 1, 2, 3, 4",
 		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
+		"SELECT token, token_id, erc_type, owner, owner_block, first_block FROM evm_nft_tokens ORDER BY 1, 2",
+		"SELECT number, hash, tx_count, cumulative_txs FROM evm_blocks ORDER BY 1",
+		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, status FROM evm_txs ORDER BY 1, 2",
+		"SELECT block_number, log_index, batch_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2, 3",
 	}
 	// Rows whose current balance or block is not the history's last.
 	stale := []string{
@@ -238,6 +244,11 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		want := dumpTables(t, perBlockDB, tables)
 		if !strings.Contains(want[2], "\n") {
 			t.Fatal("no token balances indexed")
+		}
+		var moved int // ERC-721 ids that changed owner after their mint
+		if err := perBlockDB.QueryRowContext(context.Background(),
+			"SELECT COUNT(*) FROM evm_nft_tokens WHERE owner_block > first_block").Scan(&moved); err != nil || moved == 0 {
+			t.Fatalf("%d NFT ids moved after their first block (%v): the merge per batch is not exercised", moved, err)
 		}
 		cases := []struct {
 			name   string
