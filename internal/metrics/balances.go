@@ -1,12 +1,14 @@
 package metrics
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,8 +67,15 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 	if err != nil {
 		return nil, false, err
 	}
+	// The walk compares the stored decimals as text (cmpDecimal): on a hot
+	// token's 2,000 candidates, parsing each balance and maximum into a
+	// big.Int was a third of the request's CPU. Only the page is parsed.
+	var from *held
+	if after != nil {
+		from = &held{addr: after.Address, bal: after.Balance.String()}
+	}
 	best := &heldHeap{}
-	push := func(h HeldBalance) {
+	push := func(h held) {
 		heap.Push(best, h)
 		if best.Len() > n+1 {
 			heap.Pop(best)
@@ -74,10 +83,10 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 	}
 	// beaten says whether a holder with balance b cannot enter the page:
 	// n+1 holders found, the last of them ahead of it.
-	beaten := func(b HeldBalance) bool { return best.Len() > n && !heldBefore(b, (*best)[0]) }
-	var undecided []HeldBalance
+	beaten := func(b held) bool { return best.Len() > n && !b.before((*best)[0]) }
+	var undecided []held
 	for i := 0; i < len(cands); {
-		if best.Len() > n && cands[i].max.Cmp((*best)[0].Balance) < 0 {
+		if best.Len() > n && cmpDecimal(cands[i].max, (*best)[0].bal) < 0 {
 			break // no later maximum reaches the page's last balance
 		}
 		chunk := cands[i:min(i+heldChunk, len(cands))]
@@ -88,6 +97,7 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 				seek = append(seek, c.addr)
 			}
 		}
+		slices.Sort(seek)
 		atEnd, err := balancesAt(ctx, db, chain, token, ercType, endBlock, seek)
 		if err != nil {
 			return nil, false, err
@@ -100,12 +110,8 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 					continue // no balance yet after endBlock
 				}
 			}
-			v, ok := new(big.Int).SetString(bal, 10)
-			if !ok {
-				return nil, false, fmt.Errorf("metrics: stored balance of %s in %s is %q", c.addr, token, bal)
-			}
-			h := HeldBalance{Address: c.addr, Balance: v}
-			if after != nil && !heldBefore(*after, h) {
+			h := held{addr: c.addr, bal: bal}
+			if from != nil && !from.before(h) {
 				continue // on an earlier page
 			}
 			if atLeast(bal, thr) || (startBlock < 0 && c.changed <= endBlock) {
@@ -115,26 +121,31 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 			}
 		}
 	}
-	sort.Slice(undecided, func(i, j int) bool { return heldBefore(undecided[i], undecided[j]) })
+	slices.SortFunc(undecided, held.cmp)
 	for i := 0; i < len(undecided) && !beaten(undecided[i]); {
 		// As many as could fill the page if all were held: each read is a
 		// range scan, so none is read that the page may not need.
 		size := min(max(n+1-best.Len(), 1), heldChunk)
-		chunk := map[string]*big.Int{}
+		chunk := map[string]string{}
 		for ; i < len(undecided) && len(chunk) < size && !beaten(undecided[i]); i++ {
-			chunk[undecided[i].Address] = undecided[i].Balance
+			chunk[undecided[i].addr] = undecided[i].bal
 		}
-		held, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk)
+		found, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk)
 		if err != nil {
 			return nil, false, err
 		}
-		for _, h := range held {
+		for _, h := range found {
 			push(h)
 		}
 	}
 	page = make([]HeldBalance, best.Len())
 	for k := len(page) - 1; k >= 0; k-- {
-		page[k] = heap.Pop(best).(HeldBalance)
+		h := heap.Pop(best).(held)
+		v, ok := new(big.Int).SetString(h.bal, 10)
+		if !ok {
+			return nil, false, fmt.Errorf("metrics: stored balance of %s in %s is %q", h.addr, token, h.bal)
+		}
+		page[k] = HeldBalance{Address: h.addr, Balance: v}
 	}
 	if len(page) > n {
 		return page[:n], true, nil
@@ -146,23 +157,30 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 // reads.
 const heldChunk = 128
 
-// heldBefore says whether a comes before b in the route's order: balance
-// descending, then address.
-func heldBefore(a, b HeldBalance) bool {
-	if c := a.Balance.Cmp(b.Balance); c != 0 {
-		return c > 0
-	}
-	return a.Address < b.Address
+// held is a holder and its balance at the range's end, a stored decimal.
+type held struct {
+	addr, bal string
 }
+
+// cmp orders holders as the route does: balance descending, then address.
+func (a held) cmp(b held) int {
+	if c := cmpDecimal(b.bal, a.bal); c != 0 {
+		return c
+	}
+	return strings.Compare(a.addr, b.addr)
+}
+
+// before says whether a comes before b in the route's order.
+func (a held) before(b held) bool { return a.cmp(b) < 0 }
 
 // heldHeap holds the page's holders found so far, the last in the route's
 // order on top (container/heap).
-type heldHeap []HeldBalance
+type heldHeap []held
 
 func (h heldHeap) Len() int           { return len(h) }
-func (h heldHeap) Less(i, j int) bool { return heldBefore(h[j], h[i]) }
+func (h heldHeap) Less(i, j int) bool { return h[j].before(h[i]) }
 func (h heldHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *heldHeap) Push(x any)        { *h = append(*h, x.(HeldBalance)) }
+func (h *heldHeap) Push(x any)        { *h = append(*h, x.(held)) }
 func (h *heldHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -173,9 +191,9 @@ func (h *heldHeap) Pop() any {
 // candidate is a holder whose largest balance reached the threshold.
 type candidate struct {
 	addr    string
-	changed int64 // block of its last change
-	balance string
-	max     *big.Int
+	changed int64  // block of its last change
+	balance string // decimal
+	max     string // decimal, non-negative
 }
 
 // readCandidates reads the holders of token whose largest balance ever
@@ -195,24 +213,22 @@ func readCandidates(ctx context.Context, db *store.DB, chain, token, ercType, th
 	var out []candidate
 	for rows.Next() {
 		var c candidate
-		var m string
-		if err := rows.Scan(store.ScanHex(&c.addr), &c.changed, &c.balance, &m); err != nil {
+		if err := rows.Scan(store.ScanHex(&c.addr), &c.changed, &c.balance, &c.max); err != nil {
 			return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 		}
-		var ok bool
-		if c.max, ok = new(big.Int).SetString(m, 10); !ok {
-			return nil, fmt.Errorf("metrics: stored largest balance of %s in %s is %q", c.addr, token, m)
+		if !isDecimal(c.max) || strings.HasPrefix(c.max, "-") || !isDecimal(c.balance) {
+			return nil, fmt.Errorf("metrics: stored balance %q or largest balance %q of %s in %s is not a decimal", c.balance, c.max, c.addr, token)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if c := out[i].max.Cmp(out[j].max); c != 0 {
-			return c > 0
+	slices.SortFunc(out, func(a, b candidate) int {
+		if c := cmpDecimal(b.max, a.max); c != 0 {
+			return c
 		}
-		return out[i].addr < out[j].addr
+		return strings.Compare(a.addr, b.addr)
 	})
 	return out, nil
 }
@@ -239,9 +255,13 @@ func balancesAt(ctx context.Context, db *store.DB, chain, token, ercType string,
 		if err := rows.Scan(store.ScanHex(&holder), &bal); err != nil {
 			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 		}
-		if bal.Valid {
-			out[holder] = bal.String
+		if !bal.Valid {
+			continue
 		}
+		if !isDecimal(bal.String) {
+			return nil, fmt.Errorf("metrics: stored balance of %s in %s is %q", holder, token, bal.String)
+		}
+		out[holder] = bal.String
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
@@ -261,7 +281,6 @@ const selBalancesAtPG = `SELECT k.holder, h.balance FROM unnest($5::bytea[]) AS 
 
 // balancesAtQuery is balancesAt's statement and arguments per backend.
 func balancesAtQuery(d store.Dialect, chain, token, ercType string, end int64, holders []string) (string, []any, error) {
-	args := []any{end, chain, store.Hex(token), ercType}
 	if d == store.Postgres {
 		keys := make([][]byte, len(holders))
 		for i, h := range holders {
@@ -270,13 +289,17 @@ func balancesAtQuery(d store.Dialect, chain, token, ercType string, end int64, h
 				return "", nil, fmt.Errorf("metrics: holder %q: %w", h, err)
 			}
 		}
-		return selBalancesAtPG, append(args, keys), nil
+		return selBalancesAtPG, []any{end, chain, store.Hex(token), ercType, keys}, nil
 	}
+	// The holders as rows of their own (SQLite numbers the placeholders in
+	// the order of their first use): read from evm_token_balances, as an IN
+	// list over its key, each cost a primary-key lookup before the seek.
+	args := []any{chain, ercType, store.Hex(token), end}
 	in := holderList(holders, &args)
-	return `SELECT b.holder,
-		(SELECT h.balance ` + holderHistory + ` AND h.block_number <= $1 ORDER BY h.block_number DESC LIMIT 1)
-		FROM evm_token_balances b
-		WHERE b.chain_key = $2 AND b.token = $3 AND b.erc_type = $4 AND b.token_id = '' AND b.holder IN (` + in + `)`, args, nil
+	return `SELECT k.column1, (SELECT h.balance FROM evm_token_balance_history h WHERE h.chain_key = $1 AND h.holder = k.column1
+			AND h.erc_type = $2 AND h.token = $3 AND h.token_id = '' AND h.block_number <= $4
+			ORDER BY h.block_number DESC LIMIT 1)
+		FROM (VALUES (` + strings.ReplaceAll(in, ", ", "), (") + `)) AS k`, args, nil
 }
 
 // holderList appends holders to args as placeholders and returns the list
@@ -293,11 +316,41 @@ func holderList(holders []string, args *[]any) string {
 	return b.String()
 }
 
-// atLeast compares a stored decimal balance with a threshold's decimal
-// without parsing: a longer number is larger, equal lengths compare as text;
-// a negative balance (a token whose logs lie) holds nothing.
-func atLeast(v, thr string) bool {
-	return !strings.HasPrefix(v, "-") && (len(v) > len(thr) || (len(v) == len(thr) && v >= thr))
+// atLeast says whether a stored decimal balance reaches a threshold's
+// decimal; a negative balance (a token whose logs lie) holds nothing.
+func atLeast(v, thr string) bool { return cmpDecimal(v, thr) >= 0 }
+
+// cmpDecimal compares two decimal integers as stored (big.Int.String: an
+// optional '-', no leading zeros) without parsing them: between two of one
+// sign a longer magnitude is larger, equal lengths compare as text.
+func cmpDecimal(a, b string) int {
+	an, bn := strings.HasPrefix(a, "-"), strings.HasPrefix(b, "-")
+	switch {
+	case an && !bn:
+		return -1
+	case bn && !an:
+		return 1
+	case an:
+		return cmpDecimal(b[1:], a[1:])
+	}
+	if c := cmp.Compare(len(a), len(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+// isDecimal says whether s is a decimal integer as cmpDecimal compares it.
+func isDecimal(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // holderHistory is the balance history of the evm_token_balances row b.
@@ -308,11 +361,11 @@ const holderHistory = `FROM evm_token_balance_history h WHERE h.chain_key = b.ch
 // after endBlock) whose opening balance (after startBlock) or a balance
 // after a block of (startBlock, endBlock] reached thr: their rows by primary
 // key, each a seek and an EXISTS that stops at the first such block.
-func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]*big.Int) ([]HeldBalance, error) {
+func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr string, startBlock, endBlock int64, undecided map[string]string) ([]held, error) {
 	if len(undecided) == 0 {
 		return nil, nil
 	}
-	var out []HeldBalance
+	var out []held
 	holders := make([]string, 0, len(undecided))
 	for h := range undecided {
 		holders = append(holders, h)
@@ -333,12 +386,12 @@ func heldInRange(ctx context.Context, db *store.DB, chain, token, ercType, thr s
 	for rows.Next() {
 		var holder string
 		var opening sql.NullString
-		var held bool
-		if err := rows.Scan(store.ScanHex(&holder), &opening, &held); err != nil {
+		var reached bool
+		if err := rows.Scan(store.ScanHex(&holder), &opening, &reached); err != nil {
 			return nil, fmt.Errorf("metrics: read balance history of %s: %w", token, err)
 		}
-		if held || (opening.Valid && atLeast(opening.String, thr)) {
-			out = append(out, HeldBalance{Address: holder, Balance: undecided[holder]})
+		if reached || (opening.Valid && atLeast(opening.String, thr)) {
+			out = append(out, held{addr: holder, bal: undecided[holder]})
 		}
 	}
 	if err := rows.Err(); err != nil {
