@@ -154,6 +154,11 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 	for k := len(found) - 1; k >= 0; k-- {
 		found[k] = heap.Pop(best).(held)
 	}
+	if w != nil && w.Floor != nil && (len(found) <= n || !found[n].before(*w.Floor)) {
+		// The page reaches the holders the previous page left out: walk
+		// again from the start.
+		return HeldAbove(ctx, db, chain, token, ercType, threshold, startBlock, endBlock, after, nil, n)
+	}
 	page = make([]HeldBalance, min(len(found), n))
 	for k := range page {
 		v, ok := new(big.Int).SetString(found[k].Bal, 10)
@@ -165,21 +170,26 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 	if len(found) <= n {
 		return page, nil, false, nil
 	}
-	return page, nextWalk(cands, i, startBlock, endBlock, n, append(spilled, found[n]), undecided[u:]), true, nil
+	var floor *held
+	if w != nil {
+		floor = w.Floor
+	}
+	return page, nextWalk(cands, i, startBlock, endBlock, append(spilled, found[n]), undecided[u:], floor, n), true, nil
 }
 
 // HeldResume is where a page's walk stopped, kept in its page token: the
 // next page goes on from there instead of reading the same balance
-// histories again (the next pages of a hot token's 100-holder pages read
-// 1,600-1,900 histories each, the first page 1,150-1,400). A balance after
-// an indexed block never changes (accepted blocks are final), so what the
-// walk learnt stays true. A candidate counts as walked when it came before
-// the stop in the walk's order and has not changed since (its last change
-// is not after the newest one the walk read): a maximum that grew, or a
-// new candidate, is walked again. The holders after the page that the walk
-// found (Ahead: held; Undecided: below the threshold at the end, not yet
-// decided) are kept, at most maxResume of them; the walked candidates end
-// before the first one left out, which the next page reads again.
+// histories again (on the benchmark's hottest token, a 100-holder page
+// after the first read 1,600-1,900 histories). A balance after an indexed
+// block never changes (accepted blocks are final), so what the walk learnt
+// stays true. A candidate counts as walked when it came before the stop in
+// the walk's order and has not changed since (its last change is not after
+// the newest one the walk read): a maximum that grew, or a new candidate, is
+// walked again. The holders after the page that the walk found are kept
+// (Ahead: held; Undecided: below the threshold at the end, not yet
+// decided), the first of them in the page's order (resumePages pages,
+// maxResume holders); Floor is the first one left out. A page whose last holder would not come before Floor
+// may miss one left out, and walks again from the start.
 type HeldResume struct {
 	Start     int64  `json:"s"` // the range it walked
 	End       int64  `json:"e"`
@@ -190,10 +200,15 @@ type HeldResume struct {
 	All       bool   `json:"x,omitempty"` // or every one
 	Ahead     []held `json:"h,omitempty"`
 	Undecided []held `json:"u,omitempty"`
+	Floor     *held  `json:"f,omitempty"`
 }
 
-// maxResume bounds the holders a page token keeps (about 80 bytes each).
-const maxResume = 256
+// A page token keeps the holders of the next resumePages pages, at most
+// maxResume (about 70 bytes each).
+const (
+	resumePages = 5
+	maxResume   = 512
+)
 
 // resumed is a page's view of the previous page's walk.
 type resumed struct {
@@ -237,42 +252,50 @@ func (w *resumed) covers(c candidate) bool {
 }
 
 // nextWalk is the state for the page after one whose walk covered
-// cands[:stop], with the held holders after the page (ahead, any order) and
-// the undecided ones (in the page's order); nil when every candidate's
-// current balance was its balance at the end (nothing to save).
-func nextWalk(cands []candidate, stop int, startBlock, endBlock int64, n int, ahead, undecided []held) *HeldResume {
-	r := &HeldResume{Start: startBlock, End: endBlock, Size: n, Changed: -1}
+// cands[:stop], with the held holders after the page (ahead, any order),
+// the undecided ones (in the page's order) and the previous state's floor;
+// nil when every candidate's current balance was its balance at the end
+// (nothing to save).
+func nextWalk(cands []candidate, stop int, startBlock, endBlock int64, ahead, undecided []held, floor *held, n int) *HeldResume {
+	r := &HeldResume{Start: startBlock, End: endBlock, Size: n, Changed: -1, Floor: floor}
 	for _, c := range cands {
 		r.Changed = max(r.Changed, c.changed)
 	}
 	if r.Changed <= endBlock {
 		return nil
 	}
-	slices.SortFunc(ahead, held.cmp)
-	r.Ahead = ahead[:min(len(ahead), n+1, maxResume)]
-	r.Undecided = undecided[:min(len(undecided), maxResume-len(r.Ahead))]
-	if left := len(ahead) - len(r.Ahead) + len(undecided) - len(r.Undecided); left > 0 {
-		// The walk covers only the candidates before the first left out.
-		out := map[string]bool{}
-		for _, h := range ahead[len(r.Ahead):] {
-			out[h.Addr] = true
-		}
-		for _, h := range undecided[len(r.Undecided):] {
-			out[h.Addr] = true
-		}
-		for k, c := range cands[:stop] {
-			if out[c.addr] {
-				stop = k
-				break
-			}
-		}
-	}
 	if stop == len(cands) {
 		r.All = true
 	} else {
 		r.Max, r.Addr = cands[stop].max, cands[stop].addr
 	}
-	return r
+	// The first of both lists in the page's order, before the floor.
+	slices.SortFunc(ahead, held.cmp)
+	for {
+		a, u := len(r.Ahead), len(r.Undecided)
+		isAhead := a < len(ahead) && (u == len(undecided) || ahead[a].before(undecided[u]))
+		var h held
+		switch {
+		case isAhead:
+			h = ahead[a]
+		case u < len(undecided):
+			h = undecided[u]
+		default:
+			return r
+		}
+		if r.Floor != nil && !h.before(*r.Floor) {
+			return r
+		}
+		if a+u == min(resumePages*(n+1), maxResume) {
+			r.Floor = &h
+			return r
+		}
+		if isAhead {
+			r.Ahead = append(r.Ahead, h)
+		} else {
+			r.Undecided = append(r.Undecided, h)
+		}
+	}
 }
 
 // heldChunk is how many holders' balances at the range's end one statement

@@ -103,6 +103,7 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 			token, typ string
 			threshold  *big.Int
 			r          [2]int64
+			n          int
 			after      *HeldBalance
 			walk       *HeldResume
 			got        []HeldBalance
@@ -110,7 +111,7 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 		}
 		// next reads p's next page; done when there is none.
 		next := func(p *paging) (done bool) {
-			page, walk, more, err := HeldAbove(ctx, db, "C", p.token, p.typ, p.threshold, p.r[0], p.r[1], p.after, p.walk, 2)
+			page, walk, more, err := HeldAbove(ctx, db, "C", p.token, p.typ, p.threshold, p.r[0], p.r[1], p.after, p.walk, p.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,8 +128,8 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 			blocks []ingest.RawBlock
 			ranges [][2]int64 // each ends before the part's last block
 		}{
-			{blocks[:150], [][2]int64{{-1, 60}, {20, 100}, {-1, 140}}},
-			{blocks[150:300], [][2]int64{{-1, 200}, {100, 210}, {230, 260}}},
+			{blocks[:150], [][2]int64{{-1, 30}, {-1, 60}, {20, 100}, {-1, 140}}},
+			{blocks[150:300], [][2]int64{{-1, 160}, {-1, 200}, {100, 210}, {230, 260}}},
 			{blocks[300:], nil},
 		} {
 			applyBlocks(t, db, ix, part.blocks, 7, 3)
@@ -147,12 +148,14 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 				for _, thr := range []string{"1", "1000000000000000000"} {
 					threshold, _ := new(big.Int).SetString(thr, 10)
 					for _, r := range part.ranges {
-						p := &paging{what: fmt.Sprintf("%s %s >= %s over %v", token[1], token[0], thr, r), token: token[0], typ: token[1],
-							threshold: threshold, r: r, want: o.HeldAbove(token[0], threshold, r[0], r[1])}
-						if next(p) {
-							checkHeld(t, p.what, p.got, p.want)
-						} else {
-							open = append(open, p)
+						for _, n := range []int{1, 2} {
+							p := &paging{what: fmt.Sprintf("%s %s >= %s over %v, pages of %d", token[1], token[0], thr, r, n), token: token[0], typ: token[1],
+								threshold: threshold, r: r, n: n, want: o.HeldAbove(token[0], threshold, r[0], r[1])}
+							if next(p) {
+								checkHeld(t, p.what, p.got, p.want)
+							} else {
+								open = append(open, p)
+							}
 						}
 					}
 				}
@@ -289,4 +292,41 @@ func maxFromHistory(t *testing.T, db *store.DB) map[string]string {
 		}
 	}
 	return out
+}
+
+// A next page takes a candidate as decided by the previous page's walk when
+// it is kept, or came before the walk's stop and has not changed since; a
+// candidate whose largest balance grew after the walk (so that it now comes
+// before the stop) or that is new is walked again.
+func TestHeldResumeCovers(t *testing.T) {
+	r := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, Max: "1000", Addr: "0x20", Undecided: []held{{Addr: "0x99", Bal: "5"}}}
+	all := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, All: true}
+	for _, tc := range []struct {
+		r    *HeldResume
+		c    candidate
+		want bool
+	}{
+		{r, candidate{addr: "0x10", changed: 400, max: "2000"}, true},  // larger maximum
+		{r, candidate{addr: "0x10", changed: 500, max: "1000"}, true},  // same maximum, address before
+		{r, candidate{addr: "0x20", changed: 400, max: "1000"}, false}, // the stop
+		{r, candidate{addr: "0x30", changed: 400, max: "1000"}, false}, // after it
+		{r, candidate{addr: "0x10", changed: 400, max: "999"}, false},  // smaller maximum
+		{r, candidate{addr: "0x10", changed: 501, max: "2000"}, false}, // changed since: its maximum may have grown
+		{r, candidate{addr: "0x99", changed: 900, max: "1"}, true},     // kept
+		{all, candidate{addr: "0x10", changed: 500, max: "1"}, true},
+		{all, candidate{addr: "0x10", changed: 501, max: "1"}, false},
+	} {
+		w := tc.r.walked(-1, 10, 3, &HeldBalance{})
+		if got := w.covers(tc.c); got != tc.want {
+			t.Errorf("%+v: covered %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	if w := r.walked(-1, 10, 3, nil); w.covers(candidate{addr: "0x10", changed: 400, max: "2000"}) {
+		t.Error("a first page went on from a walk")
+	}
+	for _, other := range [][3]int64{{0, 10, 3}, {-1, 11, 3}, {-1, 10, 4}} {
+		if w := r.walked(other[0], other[1], int(other[2]), &HeldBalance{}); w != nil {
+			t.Errorf("range and size %v went on from a walk of (-1, 10, 3)", other)
+		}
+	}
 }
