@@ -188,8 +188,9 @@ func HeldAbove(ctx context.Context, db *store.DB, chain, token, ercType string, 
 // walked again. The holders after the page that the walk found are kept
 // (Ahead: held; Undecided: below the threshold at the end, not yet
 // decided), the first of them in the page's order (resumePages pages,
-// maxResume holders); Floor is the first one left out. A page whose last holder would not come before Floor
-// may miss one left out, and walks again from the start.
+// maxResume holders); Floor is the first one left out. A page whose last
+// holder would not come before Floor may miss one left out, and walks
+// again from the start.
 type HeldResume struct {
 	Start     int64  `json:"s"` // the range it walked
 	End       int64  `json:"e"`
