@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"math/big"
 	"os"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -47,20 +49,12 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 			t.Errorf("migration 0122's max_balance differs from the history's")
 		}
 
-		rows, err := db.QueryContext(ctx, `SELECT DISTINCT token, erc_type FROM evm_token_balances WHERE chain_key = 'C' AND erc_type IN ('ERC-20', 'ERC-721')`)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var tokens, types []string
-		for rows.Next() {
-			var tok, typ string
-			if err := rows.Scan(store.ScanHex(&tok), &typ); err != nil {
-				t.Fatal(err)
-			}
-			tokens, types = append(tokens, tok), append(types, typ)
+		for _, tok := range holderTokens(t, db) {
+			tokens, types = append(tokens, tok[0]), append(types, tok[1])
 		}
-		rows.Close()
 		partial := 0 // cases where some holders are in and some out
+		resumes := 0 // pages that went on from the previous page's walk
 		for i, token := range tokens {
 			holders := len(o.HeldAbove(token, big.NewInt(0), -1, tip))
 			for _, thr := range []string{"1", "2", "1000000", "1000000000000000000", "1000000000000000000000"} {
@@ -68,30 +62,14 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 				for _, r := range [][2]int64{{-1, tip}, {-1, 150}, {40, tip}, {120, 260}, {300, 301}, {200, 200}, {0, 1}} {
 					w := o.HeldAbove(token, threshold, r[0], r[1])
 					// Pages of 3 and all at once: the walk by largest
-					// balance stops early and resumes after a holder.
+					// balance stops early and resumes after a holder, each
+					// page from the start or from where the previous
+					// page's walk stopped (HeldResume).
 					for _, n := range []int{3, 5000} {
-						var got []HeldBalance
-						var after *HeldBalance
-						for pages := 0; pages <= len(w); pages++ {
-							page, more, err := HeldAbove(ctx, db, "C", token, types[i], threshold, r[0], r[1], after, n)
-							if err != nil {
-								t.Fatal(err)
-							}
-							got = append(got, page...)
-							if !more {
-								break
-							}
-							after = &page[len(page)-1]
-						}
-						gotMap := map[string]string{}
-						for j, h := range got {
-							gotMap[h.Address] = h.Balance.String()
-							if j > 0 && !heldBefore(got[j-1], h) {
-								t.Errorf("%s %s %v: not ordered by balance, then address", token, thr, r)
-							}
-						}
-						if !reflect.DeepEqual(gotMap, w) || len(got) != len(w) {
-							t.Errorf("%s %s >= %s over %v, pages of %d: %d holders, want %d", types[i], token, thr, r, n, len(got), len(w))
+						for _, resume := range []bool{false, true} {
+							got, resumed := pageHeld(t, db, token, types[i], threshold, r, n, resume)
+							checkHeld(t, fmt.Sprintf("%s %s >= %s over %v, pages of %d, resumed %v", types[i], token, thr, r, n, resume), got, w)
+							resumes += resumed
 						}
 					}
 					if len(w) > 0 && len(w) < holders {
@@ -100,10 +78,164 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 				}
 			}
 		}
+		if resumes < 100 {
+			t.Errorf("%d pages went on from the previous page's walk: the test proves little", resumes)
+		}
 		if len(tokens) < 3 || partial < 20 {
 			t.Fatalf("%d tokens, %d cases with some holders in and some out: the test proves little", len(tokens), partial)
 		}
 	})
+}
+
+// TestHeldAboveResumeAfterNewBlocks pages holders over ranges ending before
+// the tip while more blocks are indexed between the pages: the next pages
+// go on from the first page's walk (HeldResume) although holders' largest
+// balances grew and new holders appeared, and the pages together equal the
+// replay of the blocks' Transfer logs.
+func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
+	g, blocks := generatedSpanning(11)
+	o := oracleOf(t, blocks)
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ix := newEVMRollup(t, g, time.Unix(1_800_000_000, 0))
+		type paging struct {
+			what       string
+			token, typ string
+			threshold  *big.Int
+			r          [2]int64
+			n          int
+			after      *HeldBalance
+			walk       *HeldResume
+			got        []HeldBalance
+			want       map[string]string
+		}
+		// next reads p's next page; done when there is none.
+		next := func(p *paging) (done bool) {
+			page, walk, more, err := HeldAbove(ctx, db, "C", p.token, p.typ, p.threshold, p.r[0], p.r[1], p.after, p.walk, p.n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.got = append(p.got, page...)
+			if !more {
+				return true
+			}
+			p.after, p.walk = &page[len(page)-1], walk
+			return false
+		}
+		var open []*paging
+		resumed := 0
+		for _, part := range []struct {
+			blocks []ingest.RawBlock
+			ranges [][2]int64 // each ends before the part's last block
+		}{
+			{blocks[:150], [][2]int64{{-1, 30}, {-1, 60}, {20, 100}, {-1, 140}}},
+			{blocks[150:300], [][2]int64{{-1, 160}, {-1, 200}, {100, 210}, {230, 260}}},
+			{blocks[300:], nil},
+		} {
+			applyBlocks(t, db, ix, part.blocks, 7, 3)
+			// The pagings begun before these blocks go on to their end.
+			for _, p := range open {
+				if p.walk != nil {
+					resumed++
+				}
+				for !next(p) {
+				}
+				checkHeld(t, p.what, p.got, p.want)
+			}
+			open = nil
+			// New ones read their first page now, the rest after the next part.
+			for _, token := range holderTokens(t, db) {
+				for _, thr := range []string{"1", "1000000000000000000"} {
+					threshold, _ := new(big.Int).SetString(thr, 10)
+					for _, r := range part.ranges {
+						for _, n := range []int{1, 2} {
+							p := &paging{what: fmt.Sprintf("%s %s >= %s over %v, pages of %d", token[1], token[0], thr, r, n), token: token[0], typ: token[1],
+								threshold: threshold, r: r, n: n, want: o.HeldAbove(token[0], threshold, r[0], r[1])}
+							if next(p) {
+								checkHeld(t, p.what, p.got, p.want)
+							} else {
+								open = append(open, p)
+							}
+						}
+					}
+				}
+			}
+		}
+		if resumed < 10 {
+			t.Fatalf("%d pagings went on from a walk made before new blocks: the test proves little", resumed)
+		}
+	})
+}
+
+// holderTokens is the ERC-20 and ERC-721 tokens with balances: address, type.
+func holderTokens(t *testing.T, db *store.DB) [][2]string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT DISTINCT token, erc_type FROM evm_token_balances WHERE chain_key = 'C' AND erc_type IN ('ERC-20', 'ERC-721')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][2]string
+	for rows.Next() {
+		var tok, typ string
+		if err := rows.Scan(store.ScanHex(&tok), &typ); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, [2]string{tok, typ})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// pageHeld reads every page of the holders of token >= threshold over r,
+// n a page, each page going on from the previous page's walk when resume;
+// resumed counts the pages that did.
+func pageHeld(t *testing.T, db *store.DB, token, typ string, threshold *big.Int, r [2]int64, n int, resume bool) (got []HeldBalance, resumed int) {
+	t.Helper()
+	var after *HeldBalance
+	var walk *HeldResume
+	for pages := 0; ; pages++ {
+		if pages > 10_000 {
+			t.Fatal("pages without end")
+		}
+		if walk != nil {
+			resumed++
+		}
+		page, next, more, err := HeldAbove(context.Background(), db, "C", token, typ, threshold, r[0], r[1], after, walk, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if !more {
+			return got, resumed
+		}
+		after = &page[len(page)-1]
+		if resume {
+			walk = next
+		}
+	}
+}
+
+// checkHeld compares pages of holders with the oracle's answer: the same
+// holders and balances, in the route's order (balance descending, then
+// address).
+func checkHeld(t *testing.T, what string, got []HeldBalance, want map[string]string) {
+	t.Helper()
+	gotMap := map[string]string{}
+	for j, h := range got {
+		gotMap[h.Address] = h.Balance.String()
+		if j == 0 {
+			continue
+		}
+		if c := got[j-1].Balance.Cmp(h.Balance); c < 0 || c == 0 && got[j-1].Address >= h.Address {
+			t.Errorf("%s: not ordered by balance, then address", what)
+		}
+	}
+	if !reflect.DeepEqual(gotMap, want) || len(got) != len(want) {
+		t.Errorf("%s: %d holders, want %d", what, len(got), len(want))
+	}
 }
 
 // maxBalances reads evm_token_balances.max_balance by key.
@@ -160,4 +292,41 @@ func maxFromHistory(t *testing.T, db *store.DB) map[string]string {
 		}
 	}
 	return out
+}
+
+// A next page takes a candidate as decided by the previous page's walk when
+// it is kept, or came before the walk's stop and has not changed since; a
+// candidate whose largest balance grew after the walk (so that it now comes
+// before the stop) or that is new is walked again.
+func TestHeldResumeCovers(t *testing.T) {
+	r := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, Max: "1000", Addr: "0x20", Undecided: []held{{Addr: "0x99", Bal: "5"}}}
+	all := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, All: true}
+	for _, tc := range []struct {
+		r    *HeldResume
+		c    candidate
+		want bool
+	}{
+		{r, candidate{addr: "0x10", changed: 400, max: "2000"}, true},  // larger maximum
+		{r, candidate{addr: "0x10", changed: 500, max: "1000"}, true},  // same maximum, address before
+		{r, candidate{addr: "0x20", changed: 400, max: "1000"}, false}, // the stop
+		{r, candidate{addr: "0x30", changed: 400, max: "1000"}, false}, // after it
+		{r, candidate{addr: "0x10", changed: 400, max: "999"}, false},  // smaller maximum
+		{r, candidate{addr: "0x10", changed: 501, max: "2000"}, false}, // changed since: its maximum may have grown
+		{r, candidate{addr: "0x99", changed: 900, max: "1"}, true},     // kept
+		{all, candidate{addr: "0x10", changed: 500, max: "1"}, true},
+		{all, candidate{addr: "0x10", changed: 501, max: "1"}, false},
+	} {
+		w := tc.r.walked(-1, 10, 3, &HeldBalance{})
+		if got := w.covers(tc.c); got != tc.want {
+			t.Errorf("%+v: covered %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	if w := r.walked(-1, 10, 3, nil); w.covers(candidate{addr: "0x10", changed: 400, max: "2000"}) {
+		t.Error("a first page went on from a walk")
+	}
+	for _, other := range [][3]int64{{0, 10, 3}, {-1, 11, 3}, {-1, 10, 4}} {
+		if w := r.walked(other[0], other[1], int(other[2]), &HeldBalance{}); w != nil {
+			t.Errorf("range and size %v went on from a walk of (-1, 10, 3)", other)
+		}
+	}
 }

@@ -26,16 +26,18 @@ type AddressDetails struct {
 	SortKey string `json:"sortKey"`
 }
 
-// balancesCursor is a balances page token's stored state: the query and the
-// last address returned.
+// balancesCursor is a balances page token's stored state: the query, the
+// last address returned, and where the page's walk over the token's holders
+// stopped (the next page goes on from there).
 type balancesCursor struct {
-	Chain     string `json:"c"`
-	Contract  string `json:"t"`
-	Threshold string `json:"h"`
-	Start     int64  `json:"s"`
-	End       int64  `json:"e"`
-	Balance   string `json:"b"`
-	Address   string `json:"a"`
+	Chain     string             `json:"c"`
+	Contract  string             `json:"t"`
+	Threshold string             `json:"h"`
+	Start     int64              `json:"s"`
+	End       int64              `json:"e"`
+	Balance   string             `json:"b"`
+	Address   string             `json:"a"`
+	Walk      *rollup.HeldResume `json:"w,omitempty"`
 }
 
 // tokenBalances answers GET /v2/chains/{chainId}/contracts/{address}/balances:
@@ -117,7 +119,7 @@ func (h *handlers) tokenBalances(r *http.Request) (any, error) {
 		}
 		after = &rollup.HeldBalance{Address: cur.Address, Balance: b}
 	}
-	page, more, err := rollup.HeldAbove(ctx, h.d.DB, chain.Key, contract, ercType, threshold, startBlock, endBlock, after, size)
+	page, walk, more, err := rollup.HeldAbove(ctx, h.d.DB, chain.Key, contract, ercType, threshold, startBlock, endBlock, after, cur.Walk, size)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +130,7 @@ func (h *handlers) tokenBalances(r *http.Request) (any, error) {
 	if more {
 		last := page[len(page)-1]
 		tok, err := h.d.Tokens.Save(ctx, RouteTokenBalances, balancesCursor{Chain: chain.Key, Contract: contract,
-			Threshold: threshold.String(), Start: start, End: end, Balance: last.Balance.String(), Address: last.Address})
+			Threshold: threshold.String(), Start: start, End: end, Balance: last.Balance.String(), Address: last.Address, Walk: walk})
 		if err != nil {
 			return nil, err
 		}
