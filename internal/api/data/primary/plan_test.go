@@ -2,6 +2,7 @@ package primary
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -134,6 +135,24 @@ func TestRewardQueriesUseIndexes(t *testing.T) {
 				if strings.Count(p, "utxo_addresses_rewards") < len(addrs) || sorts > 0 || strings.HasPrefix(p, "Sort ") {
 					t.Errorf("%+v: plan does not walk utxo_addresses_rewards in order per address:\n%s\n%s", f, q, p)
 				}
+			}
+		}
+	})
+}
+
+// The balances' UTXOs that utxo_plain_balances does not sum are read
+// through the partial index of exactly those rows (0175): never the
+// address's other UTXOs, of which a busy address has 100,000s.
+func TestBalanceQueriesUseIndexes(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for _, addrs := range []int{1, 3} {
+			args := []any{"P"}
+			for i := range addrs {
+				args = append(args, fmt.Sprintf("custom1a%d", i))
+			}
+			q := balanceUTXOsSQL(addrs, false)
+			if p := plan(t, db, q, args...); !strings.Contains(p, "utxo_addresses_balance") {
+				t.Errorf("%d addresses: plan does not read utxo_addresses_balance:\n%s\n%s", addrs, q, p)
 			}
 		}
 	})
