@@ -157,3 +157,18 @@ func TestBalanceQueriesUseIndexes(t *testing.T) {
 		}
 	})
 }
+
+// The network details' sums of the active stakers read one covering index
+// (0177), a walk per kind: no staker's table row, no sort for the grouping.
+func TestNetworkDetailsQueryUsesCoveringIndex(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		p := plan(t, db, activeStakerSums, "11111111111111111111111111111111LpoYY", int64(1700000000))
+		want := "USING COVERING INDEX p_stakers_subnet_active"
+		if db.Dialect() == store.Postgres {
+			want = "Index Only Scan using p_stakers_subnet_active"
+		}
+		if !strings.Contains(p, want) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("plan does not read p_stakers_subnet_active alone:\n%s", p)
+		}
+	})
+}
