@@ -39,7 +39,8 @@ func envInt(name string, def int) int {
 //	                    (the full EVM chain with a tiny primary network: the
 //	                    EVM endpoints' dataset in a third of the time), or x5
 //	                    (X5Config: five times full), or x5evm (its EVM chain
-//	                    with a tiny primary network)
+//	                    with a tiny primary network), or x5px (its primary
+//	                    network, 5 million UTXOs, with the smoke EVM chain)
 //	APIBENCH_EVM_BLOCKS the EVM chain's blocks instead of the scale's
 //	APIBENCH_KEEP       set: fail rather than regenerate a missing or stale
 //	                    dataset (regenerating deletes the cached one first)
@@ -62,6 +63,8 @@ func BenchmarkAPI(b *testing.B) {
 		cfg, scale = X5Config(), "-x5"
 	case "x5evm":
 		cfg, scale = evmOnly(X5Config()), "-x5evm"
+	case "x5px":
+		cfg, scale = primaryOnly(X5Config()), "-x5px"
 	}
 	if n := envInt("APIBENCH_EVM_BLOCKS", 0); n > 0 {
 		// A dataset of another EVM size, e.g. the smoke one with enough

@@ -278,25 +278,10 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 		}
 		out = append(out, plain...)
 	}
-	// The others from their rows. A multisig UTXO of two of the addresses
-	// is one UTXO.
-	where := `u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = $1 AND ua.address IN (` + ph + `)`
-	// A stake output's staker: its start (utxos.stake_start, written with
-	// the staker) says pending; when it left matters only in the past, so
-	// only a historical balance reads the staker's row.
-	staker := `u.stake_start, -1, 0 FROM utxos u`
 	if historical {
 		args = append(args, at)
-		n := len(args)
-		where += fmt.Sprintf(`) AND u.created_time <= $%d AND (u.consumed_height < 0 OR u.consumed_time > $%d)`, n, n)
-		staker = `COALESCE(s.start_time, 0), COALESCE(s.removed_height, -1), COALESCE(s.removed_time, 0)
-			FROM utxos u LEFT JOIN p_stakers s ON s.tx_id = u.tx_id AND u.utxo_type = 'STAKE' AND u.created_chain = 'P'`
-	} else {
-		where += ` AND ua.spent = FALSE AND ua.plain = FALSE) AND u.consumed_height < 0`
 	}
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT u.asset_id, u.amount, u.created_chain, u.fx_type, u.locktime,
-		u.stakeable_locktime, u.stake_locked, u.utxo_type, u.addresses, u.threshold, `+staker+`
-		WHERE u.chain_key = $1 AND `+where+` AND u.fx_type IN ('secp256k1fx.TransferOutput', 'stakeable.LockOut')`, args...)
+	rows, err := h.d.DB.QueryContext(ctx, balanceUTXOsSQL(len(addrs), historical), args...)
 	if err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
 	}
@@ -325,4 +310,28 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 		return nil, fmt.Errorf("balances: %w", err)
 	}
 	return out, nil
+}
+
+// balanceUTXOsSQL selects balanceUTXOs' rows of n addresses ($2..$n+1) on
+// chain $1, at time $n+2 when historical. A multisig UTXO of two of the
+// addresses is one UTXO.
+func balanceUTXOsSQL(n int, historical bool) string {
+	where := `u.utxo_id IN (SELECT ua.utxo_id FROM utxo_addresses ua WHERE ua.chain_key = $1 AND ua.address IN (` +
+		placeholders(2, n) + `)`
+	// A stake output's staker: its start (utxos.stake_start, written with
+	// the staker) says pending; when it left matters only in the past, so
+	// only a historical balance reads the staker's row.
+	staker := `u.stake_start, -1, 0 FROM utxos u`
+	if historical {
+		where += fmt.Sprintf(`) AND u.created_time <= $%d AND (u.consumed_height < 0 OR u.consumed_time > $%d)`, n+2, n+2)
+		staker = `COALESCE(s.start_time, 0), COALESCE(s.removed_height, -1), COALESCE(s.removed_time, 0)
+			FROM utxos u LEFT JOIN p_stakers s ON s.tx_id = u.tx_id AND u.utxo_type = 'STAKE' AND u.created_chain = 'P'`
+	} else {
+		// Literals: the index of these rows is partial (0175), which the
+		// planners use only when the query itself implies its WHERE.
+		where += ` AND ua.spent = FALSE AND ua.plain = FALSE) AND u.consumed_height < 0`
+	}
+	return `SELECT u.asset_id, u.amount, u.created_chain, u.fx_type, u.locktime,
+		u.stakeable_locktime, u.stake_locked, u.utxo_type, u.addresses, u.threshold, ` + staker + `
+		WHERE u.chain_key = $1 AND ` + where + ` AND u.fx_type IN ('secp256k1fx.TransferOutput', 'stakeable.LockOut')`
 }

@@ -385,6 +385,17 @@ type DelegatorsDetails struct {
 	TotalAmountStaked string `json:"totalAmountStaked"`
 }
 
+// activeStakers are the stakers of subnet $1 active at tip time $2.
+const activeStakers = `subnet_id = $1 AND removed_height < 0 AND start_time <= $2`
+
+// activeStakerSums counts and sums the active validators and delegators of
+// subnet $1 at $2, in SQL: the active set is thousands of rows on mainnet
+// (a few amounts each below 2^63: all of them are part of the supply), read
+// from one covering index (0177).
+const activeStakerSums = `SELECT kind, COUNT(*), CAST(SUM(CAST(stake_amount AS BIGINT)) AS TEXT),
+	CAST(SUM(CAST(potential_reward AS BIGINT)) AS TEXT)
+	FROM p_stakers WHERE ` + activeStakers + ` AND kind IN ('VALIDATOR', 'DELEGATOR') GROUP BY kind`
+
 // getNetworkDetails answers getNetworkDetails from the primary-network
 // stakers active at the indexed tip (started by the tip's time, not yet
 // removed), as platform.getCurrentValidators lists them:
@@ -418,13 +429,8 @@ func (h *handlers) getNetworkDetails(r *http.Request) (any, error) {
 	if !ok {
 		return out, nil
 	}
-	// Summed in SQL: the active set is thousands of rows on mainnet (a
-	// few amounts each below 2^63: all of them are part of the supply).
-	active := `subnet_id = $1 AND removed_height < 0 AND start_time <= $2`
 	primaryID := constants.PrimaryNetworkID.String()
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT kind, COUNT(*), CAST(SUM(CAST(stake_amount AS BIGINT)) AS TEXT),
-		CAST(SUM(CAST(potential_reward AS BIGINT)) AS TEXT)
-		FROM p_stakers WHERE `+active+` AND kind IN ('VALIDATOR', 'DELEGATOR') GROUP BY kind`, primaryID, tipTime)
+	rows, err := h.d.DB.QueryContext(ctx, activeStakerSums, primaryID, tipTime)
 	if err != nil {
 		return nil, fmt.Errorf("active stakers: %w", err)
 	}
@@ -480,7 +486,7 @@ func (h *handlers) getNetworkDetails(r *http.Request) (any, error) {
 		return out, nil
 	}
 	byNode := map[string]*big.Int{}
-	vrows, err := h.d.DB.QueryContext(ctx, `SELECT node_id, stake_amount FROM p_stakers WHERE `+active+` AND kind = 'VALIDATOR'`,
+	vrows, err := h.d.DB.QueryContext(ctx, `SELECT node_id, stake_amount FROM p_stakers WHERE `+activeStakers+` AND kind = 'VALIDATOR'`,
 		primaryID, tipTime)
 	if err != nil {
 		return nil, fmt.Errorf("active validators: %w", err)

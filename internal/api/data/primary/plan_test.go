@@ -2,6 +2,7 @@ package primary
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -135,6 +136,39 @@ func TestRewardQueriesUseIndexes(t *testing.T) {
 					t.Errorf("%+v: plan does not walk utxo_addresses_rewards in order per address:\n%s\n%s", f, q, p)
 				}
 			}
+		}
+	})
+}
+
+// The balances' UTXOs that utxo_plain_balances does not sum are read
+// through the partial index of exactly those rows (0175): never the
+// address's other UTXOs, of which a busy address has 100,000s.
+func TestBalanceQueriesUseIndexes(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for _, addrs := range []int{1, 3} {
+			args := []any{"P"}
+			for i := range addrs {
+				args = append(args, fmt.Sprintf("custom1a%d", i))
+			}
+			q := balanceUTXOsSQL(addrs, false)
+			if p := plan(t, db, q, args...); !strings.Contains(p, "utxo_addresses_balance") {
+				t.Errorf("%d addresses: plan does not read utxo_addresses_balance:\n%s\n%s", addrs, q, p)
+			}
+		}
+	})
+}
+
+// The network details' sums of the active stakers read one covering index
+// (0177), a walk per kind: no staker's table row, no sort for the grouping.
+func TestNetworkDetailsQueryUsesCoveringIndex(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		p := plan(t, db, activeStakerSums, "11111111111111111111111111111111LpoYY", int64(1700000000))
+		want := "USING COVERING INDEX p_stakers_subnet_active"
+		if db.Dialect() == store.Postgres {
+			want = "Index Only Scan using p_stakers_subnet_active"
+		}
+		if !strings.Contains(p, want) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("plan does not read p_stakers_subnet_active alone:\n%s", p)
 		}
 	})
 }

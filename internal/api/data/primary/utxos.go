@@ -301,7 +301,9 @@ func (f utxoFilter) walk(addr string, args []any, limit int) (string, []any) {
 		}
 	}
 	if !f.includeSpent {
-		where += ` AND ua.spent = ` + arg(false)
+		// A literal: the unspent orders are partial (0175), which the
+		// planners use only when the query itself implies their WHERE.
+		where += ` AND ua.spent = FALSE`
 	}
 	if f.minAmount > 0 {
 		where += ` AND ua.amount >= ` + arg(pad(f.minAmount))
