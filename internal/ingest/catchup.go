@@ -76,9 +76,10 @@ func (p *Pipeline) startCatchUp(ctx context.Context) error {
 // address links) changes about one leaf per distinct key a batch touches, so
 // a batch four times the usual one writes those pages about a quarter as
 // often per block; the writer's page cache is raised to hold them meanwhile
-// (store.DeferIndexes). Over 20,000 blocks into a 250,000-block base: writer
-// CPU per block −27%, bytes written per block −46% (docs/benchmarks.md
-// "Bulk catch-up, bigger batches"). Not on PostgreSQL, which writes a WAL
+// (store.DeferIndexes); without that, bigger batches cost more than they
+// save. Over 20,000 blocks into a 250,000-block base: CPU per block about
+// −20%, bytes written per block about −40% (docs/benchmarks.md "Bulk
+// catch-up, bigger batches"). Not on PostgreSQL, which writes a WAL
 // record per row whatever the batch and keeps a batch's rows in memory
 // until its COPY (not measured there).
 const catchUpBatch = 2000

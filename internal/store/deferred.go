@@ -96,10 +96,12 @@ func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex
 // A batch changes about one page per distinct address it touches in each
 // address-keyed history table; with writerCacheKiB most of those leaves were
 // read back from the OS (a pread and a copy each) and the cache spilled to
-// the WAL before the commit. 256 MiB held a 2,000-block batch's pages at
-// 250,000 blocks: writer CPU per block −27%, bytes written −46%, peak RSS
-// +190 MB (docs/benchmarks.md "Bulk catch-up, bigger batches").
-const writerCatchUpCacheKiB = 262144
+// the WAL before the commit. With 2,000-block batches at 250,000 blocks,
+// 256 MiB wrote 290 KB per block, 192 MiB 320 KB, 64 MiB 456 KB (more than
+// 500-block batches); 256 MiB took the peak RSS to 483–496 MB, too close to
+// the 500 MB bound once a real chain fills the indexer's balance caches
+// (docs/benchmarks.md "Bulk catch-up, bigger batches").
+const writerCatchUpCacheKiB = 196608
 
 // setWriterCache sets the SQLite writer connection's page cache (no-op on
 // PostgreSQL). The setting lives as long as the connection: the writer pool
