@@ -458,6 +458,7 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 		batch = 64
 	}
 	size := min(c.FetchSize, batch)
+	batch = p.catchUpBatchSize(batch)
 	if size <= 0 {
 		size = min(batch, 64)
 	}

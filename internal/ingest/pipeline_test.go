@@ -315,3 +315,43 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 		}
 	})
 }
+
+// During a bulk catch-up on SQLite a transaction carries at least
+// catchUpBatch blocks (fewer commits, each writing a key's tail page once);
+// elsewhere, and on PostgreSQL, the chain's BatchSize. The deferred indexes
+// are built before Run returns.
+func TestPipelineCatchUpBatches(t *testing.T) {
+	tests := []struct {
+		backend     string
+		catchUp     bool
+		wantCommits string
+	}{
+		{"sqlite", true, "[1999 3999 4499]"},
+		{"sqlite", false, "[499 999 1499 1999 2499 2999 3499 3999 4499]"},
+		{"postgres", true, "[499 999 1499 1999 2499 2999 3499 3999 4499]"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s catch-up %v", tt.backend, tt.catchUp), func(t *testing.T) {
+			db := storetest.Open(t, storetest.DSNFor(t, tt.backend))
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+				t.Fatal(err)
+			}
+			var commits []uint64
+			opts := Options{UntilTip: true, CatchUp: tt.catchUp, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
+			ix := &rowIndexer{}
+			ix.failAt.Store(-1)
+			chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: &recordingSource{tip: 4499}, Indexer: ix, BatchSize: 500, FetchSize: 100}
+			if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(commits); got != tt.wantCommits {
+				t.Errorf("committed at %s, want %s", got, tt.wantCommits)
+			}
+			if list, err := db.DeferredIndexes(ctx); err != nil || len(list) != 0 {
+				t.Errorf("deferred after Run: %v (%v)", list, err)
+			}
+		})
+	}
+}

@@ -84,7 +84,36 @@ func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("store: defer indexes: %w", err)
 	}
-	return db.DeferredIndexes(ctx)
+	list, err := db.DeferredIndexes(ctx)
+	if err == nil && len(list) > 0 {
+		err = db.setWriterCache(ctx, writerCatchUpCacheKiB)
+	}
+	return list, err
+}
+
+// writerCatchUpCacheKiB is the SQLite writer's page cache while indexes are
+// deferred (a bulk catch-up, whose batches are bigger: ingest.catchUpBatch).
+// A batch changes about one page per distinct address it touches in each
+// address-keyed history table; with writerCacheKiB most of those leaves were
+// read back from the OS (a pread and a copy each) and the cache spilled to
+// the WAL before the commit. With 2,000-block batches at 250,000 blocks,
+// 256 MiB wrote 290 KB per block, 192 MiB 320 KB, 64 MiB 456 KB (more than
+// 500-block batches); 256 MiB took the peak RSS to 483–496 MB, too close to
+// the 500 MB bound once a real chain fills the indexer's balance caches
+// (docs/benchmarks.md "Bulk catch-up, bigger batches").
+const writerCatchUpCacheKiB = 196608
+
+// setWriterCache sets the SQLite writer connection's page cache (no-op on
+// PostgreSQL). The setting lives as long as the connection: the writer pool
+// keeps its one connection open.
+func (db *DB) setWriterCache(ctx context.Context, kib int) error {
+	if db.dialect != SQLite {
+		return nil
+	}
+	if _, err := db.write.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", kib)); err != nil {
+		return fmt.Errorf("store: writer page cache: %w", err)
+	}
+	return nil
 }
 
 // DeferredIndexes lists the indexes a bulk catch-up dropped and that are
@@ -127,6 +156,11 @@ func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIn
 		return err
 	}
 	if db.dialect == SQLite {
+		// The catch-up's page cache goes first: SQLite's sorter takes as
+		// much memory as the cache before it spills.
+		if err := db.setWriterCache(ctx, writerCacheKiB); err != nil {
+			return err
+		}
 		// An index build sorts the whole table: its sorter spills to
 		// temporary files, not to the writer's memory (as in Migrate).
 		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {

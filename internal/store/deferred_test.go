@@ -46,12 +46,17 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 					t.Fatalf("deferrable index %s is not in the migrated schema", name)
 				}
 			}
+			cache := writerCacheKiB(t, db)
 			deferred, err := db.DeferIndexes(ctx, store.Deferrable())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(deferred) != len(want) {
 				t.Fatalf("deferred %d indexes, want %d", len(deferred), len(want))
+			}
+			// SQLite: the writer's page cache is the catch-up's while deferred.
+			if got := writerCacheKiB(t, db); backend == "sqlite" && got <= cache {
+				t.Errorf("writer page cache %d KiB while deferred, want more than %d", got, cache)
 			}
 			for name, def := range indexDefinitions(t, db) {
 				if def != "" {
@@ -78,6 +83,9 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 			}
 			if len(built) != len(want) {
 				t.Errorf("built %v, want %d indexes", built, len(want))
+			}
+			if got := writerCacheKiB(t, db); got != cache {
+				t.Errorf("writer page cache %d KiB after the build, want %d", got, cache)
 			}
 			for name, def := range indexDefinitions(t, db) {
 				if def != want[name] {
@@ -162,4 +170,18 @@ func TestInterruptedBuildResumes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// writerCacheKiB is the SQLite writer connection's page cache in KiB (0 on
+// PostgreSQL).
+func writerCacheKiB(t *testing.T, db *store.DB) int64 {
+	t.Helper()
+	if db.Dialect() != store.SQLite {
+		return 0
+	}
+	var n int64
+	if err := db.WriterDB().QueryRowContext(context.Background(), "PRAGMA cache_size").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return -n // the writer sets it in KiB: negative
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
@@ -47,6 +48,16 @@ func TestAnswersDuringBulkCatchUp(t *testing.T) {
 			}
 			if ok < len(paths)*9/10 {
 				t.Fatalf("only %d of %d requests answered 2xx with the indexes", ok, len(paths))
+			}
+			// The owner index's listings are asked of an owner that holds a token.
+			owned := 0
+			for p, a := range want {
+				if strings.Contains(p, "balances:listErc721") && strings.Contains(a, `"tokenId"`) {
+					owned++
+				}
+			}
+			if owned == 0 {
+				t.Fatal("no balances:listErc721 answer lists a token")
 			}
 			if _, err := te.DB.DeferIndexes(ctx, store.Deferrable()); err != nil {
 				t.Fatal(err)
@@ -92,9 +103,10 @@ func catchUpPaths(t *testing.T, db *store.DB) []string {
 		paths = append(paths, base+"/tokens/"+a+"/transfers?pageSize=100")
 	})
 	list(`SELECT DISTINCT address FROM evm_address_txs WHERE chain_key = 'C' UNION SELECT from_addr FROM evm_transfers WHERE chain_key = 'C'
-		UNION SELECT to_addr FROM evm_transfers WHERE chain_key = 'C'`, func(a string) {
+		UNION SELECT to_addr FROM evm_transfers WHERE chain_key = 'C' UNION SELECT owner FROM evm_nft_owner_history WHERE chain_key = 'C'`, func(a string) {
 		for _, r := range []string{"/transactions?pageSize=100", "/transactions:listNative?pageSize=100", "/transactions:listErc20?pageSize=100",
-			"/transactions:listErc721?pageSize=100", "/transactions:listErc1155?pageSize=100", "/transactions:listInternals?pageSize=100", ""} {
+			"/transactions:listErc721?pageSize=100", "/transactions:listErc1155?pageSize=100", "/transactions:listInternals?pageSize=100", "",
+			"/balances:listErc721?pageSize=100", "/balances:listCollectibles?pageSize=100"} {
 			paths = append(paths, base+"/addresses/"+a+r)
 		}
 		paths = append(paths, base+"/contracts/"+a+"/deployments", "/v2/chains/88888/addresses/"+a+"/transactions?pageSize=100")
