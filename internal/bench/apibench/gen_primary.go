@@ -821,6 +821,11 @@ func (p *primaryGen) stakerTx(ctx context.Context, c *chain, e event) error {
 			primary.PadAmount(s.potential), primary.PadAmount(0), 0, c.height, c.time, c.height, primary.PadAmount(0)); err != nil {
 			return fmt.Errorf("put staker: %w", err)
 		}
+		if s.kind != "SUBNET_VALIDATOR" {
+			if err := pchain.PutRewardOwners(ctx, c.tx, s.id.String(), s.start, []string{p.bech[s.owner]}); err != nil {
+				return err
+			}
+		}
 		if s.kind == "DELEGATOR" {
 			// Current from its acceptance (post-Durango), as the indexer keeps it.
 			if err := pchain.DelegationsChanged(ctx, c.tx, s.id.String(), 1, 1); err != nil {

@@ -53,6 +53,7 @@ func TestDevnetA(t *testing.T) {
 		t.Run("fees", c.fees)
 		t.Run("atomics", c.atomics)
 		t.Run("delegationSums", c.delegationSums)
+		t.Run("rewardOwners", c.rewardOwners)
 		t.Run("derivedTables", func(t *testing.T) { c.derivedTables(t, ix) })
 		// Last: it extends the chain.
 		t.Run("extension", func(t *testing.T) { c.extension(t, ix) })

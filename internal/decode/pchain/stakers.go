@@ -222,6 +222,7 @@ func (ix *Indexer) putStaker(ctx context.Context, db *store.Tx, bc *blockCtx, e 
 		blsKey, blsPop                  string
 		vOwner, dOwner, rOwner, valTxID string
 		shares                          uint32
+		rewardAddrs                     []string // p_staker_reward_owners
 	)
 	switch t := st.(type) {
 	case txs.ValidatorTx:
@@ -237,6 +238,7 @@ func (ix *Indexer) putStaker(ctx context.Context, db *store.Tx, bc *blockCtx, e 
 		e.addOwner(vo)
 		e.addOwner(do)
 		vOwner, dOwner = jsonString(vo), jsonString(do)
+		rewardAddrs = vo.Addresses
 		if pv, ok := t.(*txs.AddPermissionlessValidatorTx); ok {
 			if pop, ok := pv.Signer.(*signer.ProofOfPossession); ok {
 				blsKey, blsPop = hexOrEmpty(pop.PublicKey[:]), hexOrEmpty(pop.ProofOfPossession[:])
@@ -250,6 +252,7 @@ func (ix *Indexer) putStaker(ctx context.Context, db *store.Tx, bc *blockCtx, e 
 		}
 		e.addOwner(ro)
 		rOwner = jsonString(ro)
+		rewardAddrs = ro.Addresses
 		err = db.QueryRow(ctx, `SELECT tx_id FROM p_stakers WHERE subnet_id = $1 AND node_id = $2 AND kind = $3
 			AND removed_height = -1 ORDER BY added_height DESC LIMIT 1`,
 			subnet.String(), st.NodeID().String(), KindValidator).Scan(&valTxID)
@@ -283,6 +286,9 @@ func (ix *Indexer) putStaker(ctx context.Context, db *store.Tx, bc *blockCtx, e 
 		primary.PadAmount(potential), primary.PadAmount(0), int(priority), int64(e.height), e.time, current,
 		primary.PadAmount(0)); err != nil {
 		return fmt.Errorf("pchain: insert staker %s: %w", e.id, err)
+	}
+	if err := PutRewardOwners(ctx, db, e.id.String(), start, rewardAddrs); err != nil {
+		return err
 	}
 
 	c := e.created("STAKE")

@@ -68,20 +68,13 @@ type delegatorRow struct {
 	Shares                     int64
 }
 
-// ownerMatch is the condition "the owner JSON in column names one of
-// addrs" (addresses are stored quoted, without chain prefix).
-func ownerMatch(column string, addrs []string, arg func(any) string) string {
-	var ors []string
-	for _, a := range addrs {
-		ors = append(ors, column+` LIKE `+arg(`%"`+a+`"%`))
-	}
-	return `(` + strings.Join(ors, ` OR `) + `)`
-}
-
-// stakerPage is one keyset page of stakers by (start time, tx id).
+// stakerPage is one keyset page of stakers by (start time, tx id): those
+// meeting where (conditions on p_stakers s) and, with owners, whose reward
+// owner names one of them.
 type stakerPage struct {
-	where []string
-	args  []any
+	where  []string
+	args   []any
+	owners []string
 }
 
 func (sp *stakerPage) arg(v any) string {
@@ -89,24 +82,108 @@ func (sp *stakerPage) arg(v any) string {
 	return fmt.Sprintf("$%d", len(sp.args))
 }
 
-// after adds the keyset condition and returns ORDER BY and LIMIT.
-func (sp *stakerPage) after(has bool, cur validatorCursor, desc bool, limit int) string {
+// sql is the page's query. Without owners, a walk of the stakers in order
+// (p_stakers_start, or the node's index with nodeIds). With owners, one walk
+// per address of p_staker_reward_owners in key order (0180), each limited to
+// the page and merged as the UTXO listings merge theirs: the cost is the
+// owner's stakes up to the page, not every staker's JSON matched with LIKE
+// (docs/benchmarks.md "Reward owners").
+func (sp *stakerPage) sql(has bool, cur validatorCursor, desc bool, limit int) string {
 	cmp, dir := ">", "ASC"
 	if desc {
 		cmp, dir = "<", "DESC"
 	}
-	if has {
-		sp.where = append(sp.where, fmt.Sprintf(`(s.start_time, s.tx_id) %s (%s, %s)`, cmp, sp.arg(cur.T), sp.arg(cur.ID)))
+	// page walks from in order of (k.start_time, k.tx_id). Parameters are
+	// numbered in order of first use, as SQLite binds them: where's (the
+	// walk's address last), then the cursor's, reused by later walks.
+	var t, id string
+	page := func(sel, from, k string, where []string) string {
+		if has && t == "" {
+			t, id = sp.arg(cur.T), sp.arg(cur.ID)
+		}
+		if has {
+			where = append(where, fmt.Sprintf(`(%s.start_time, %s.tx_id) %s (%s, %s)`, k, k, cmp, t, id))
+		}
+		return `SELECT ` + sel + ` FROM ` + from + ` WHERE ` + strings.Join(where, ` AND `) +
+			` ORDER BY ` + k + `.start_time ` + dir + `, ` + k + `.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(limit)
 	}
-	return ` ORDER BY s.start_time ` + dir + `, s.tx_id ` + dir + ` LIMIT ` + strconv.Itoa(limit)
+	const cols = `s.tx_id, s.node_id, s.kind, s.reward_owner, s.validation_reward_owner,
+		s.stake_asset, s.stake_amount, s.potential_reward, s.reward_amount, s.start_time, s.end_time, s.removed_height,
+		s.removal, COALESCE(v.delegation_shares, 0)`
+	const validator = ` LEFT JOIN p_stakers v ON v.tx_id = s.validator_tx_id`
+	if len(sp.owners) == 0 {
+		return page(cols, `p_stakers s`+validator, `s`, sp.where)
+	}
+	var walks []string
+	for _, a := range sp.owners {
+		where := append(append([]string(nil), sp.where...), `o.address = `+sp.arg(a))
+		walks = append(walks, page(`o.start_time AS k, o.tx_id AS id`,
+			`p_staker_reward_owners o JOIN p_stakers s ON s.tx_id = o.tx_id`, `o`, where))
+	}
+	ids := walks[0]
+	if len(walks) > 1 {
+		ids = mergeWalks(walks, desc, limit)
+	}
+	return `SELECT ` + cols + ` FROM (` + ids + `) AS m JOIN p_stakers s ON s.tx_id = m.id` + validator +
+		` ORDER BY m.k ` + dir + `, m.id ` + dir
 }
 
-func (h *handlers) delegatorRows(ctx context.Context, sp *stakerPage, tail string) ([]*delegatorRow, error) {
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT s.tx_id, s.node_id, s.kind, s.reward_owner, s.validation_reward_owner,
-		s.stake_asset, s.stake_amount, s.potential_reward, s.reward_amount, s.start_time, s.end_time, s.removed_height,
-		s.removal, COALESCE(v.delegation_shares, 0)
-		FROM p_stakers s LEFT JOIN p_stakers v ON v.tx_id = s.validator_tx_id
-		WHERE `+strings.Join(sp.where, ` AND `)+tail, sp.args...)
+// delegatorsPage is listDelegators' page: delegations with one of the
+// reward owners and nodes (if any), of one status (if any).
+func delegatorsPage(d store.Dialect, addrs, nodes []string, status string, tipTime int64) *stakerPage {
+	// On SQLite kind and removed_height are written as expressions so that
+	// no index is chosen for them: without statistics it read every
+	// delegation through p_delegations_current and sorted them (28 ms p99 at
+	// 22,586 delegations); the page is then a walk of the start-time index,
+	// of the node's with nodeIds, or of the owners' (p_staker_reward_owners).
+	// PostgreSQL plans these well from its statistics, and worse with the
+	// expressions (15 → 54 ms p99).
+	kind, removed := `s.kind`, `s.removed_height`
+	if d == store.SQLite {
+		kind, removed = `s.kind || ''`, `s.removed_height + 0`
+	}
+	sp := &stakerPage{where: []string{kind + ` = 'DELEGATOR'`}, owners: addrs}
+	sp.nodes(nodes)
+	switch status {
+	case "completed":
+		sp.where = append(sp.where, removed+` >= 0`)
+	case "pending":
+		sp.where = append(sp.where, removed+` < 0 AND s.start_time > `+sp.arg(tipTime))
+	case "active":
+		sp.where = append(sp.where, removed+` < 0 AND s.start_time <= `+sp.arg(tipTime))
+	}
+	return sp
+}
+
+// pendingRewardsPage is listPendingRewards' page: primary-network stakers
+// not yet rewarded (permissioned subnet validators earn nothing), with one
+// of the reward owners and nodes (if any).
+func pendingRewardsPage(d store.Dialect, addrs, nodes []string) *stakerPage {
+	kind, removed := `s.kind`, `s.removed_height`
+	if d == store.SQLite && len(addrs) > 0 {
+		// As in delegatorsPage: SQLite, without statistics, would walk
+		// p_stakers_subnet_active instead of the owners' stakes.
+		kind, removed = `s.kind || ''`, `s.removed_height + 0`
+	}
+	sp := &stakerPage{where: []string{kind + ` IN ('VALIDATOR', 'DELEGATOR') AND ` + removed + ` < 0`}, owners: addrs}
+	sp.nodes(nodes)
+	return sp
+}
+
+// nodes adds the condition "one of nodes" if there are any.
+func (sp *stakerPage) nodes(nodes []string) {
+	if len(nodes) == 0 {
+		return
+	}
+	var ph []string
+	for _, n := range nodes {
+		ph = append(ph, sp.arg(n))
+	}
+	sp.where = append(sp.where, `s.node_id IN (`+strings.Join(ph, ",")+`)`)
+}
+
+func (h *handlers) delegatorRows(ctx context.Context, sp *stakerPage, has bool, cur validatorCursor, desc bool, limit int) ([]*delegatorRow, error) {
+	rows, err := h.d.DB.QueryContext(ctx, sp.sql(has, cur, desc, limit), sp.args...)
 	if err != nil {
 		return nil, fmt.Errorf("list stakers: %w", err)
 	}
@@ -152,37 +229,8 @@ func (h *handlers) listDelegators(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	// On SQLite kind and removed_height are written as expressions so that
-	// no index is chosen for them: without statistics it read every
-	// delegation through p_delegations_current and sorted them (28 ms p99 at
-	// 22,586 delegations); the page is then a walk of the start-time index,
-	// or of the node's with nodeIds. PostgreSQL plans these well from its
-	// statistics, and worse with the expressions (15 → 54 ms p99).
-	kind, removed := `s.kind`, `s.removed_height`
-	if h.d.DB.Dialect() == store.SQLite {
-		kind, removed = `s.kind || ''`, `s.removed_height + 0`
-	}
-	sp := &stakerPage{where: []string{kind + ` = 'DELEGATOR'`}}
-	if len(addrs) > 0 {
-		sp.where = append(sp.where, ownerMatch("s.reward_owner", addrs, sp.arg))
-	}
-	if len(nodes) > 0 {
-		var ph []string
-		for _, n := range nodes {
-			ph = append(ph, sp.arg(n))
-		}
-		sp.where = append(sp.where, `s.node_id IN (`+strings.Join(ph, ",")+`)`)
-	}
-	switch status {
-	case "completed":
-		sp.where = append(sp.where, removed+` >= 0`)
-	case "pending":
-		sp.where = append(sp.where, removed+` < 0 AND s.start_time > `+sp.arg(tipTime))
-	case "active":
-		sp.where = append(sp.where, removed+` < 0 AND s.start_time <= `+sp.arg(tipTime))
-	}
-	tail := sp.after(has, cur, desc, size+1)
-	rows, err := h.delegatorRows(ctx, sp, tail)
+	sp := delegatorsPage(h.d.DB.Dialect(), addrs, nodes, status, tipTime)
+	rows, err := h.delegatorRows(ctx, sp, has, cur, desc, size+1)
 	if err != nil {
 		return nil, err
 	}
@@ -239,23 +287,8 @@ func (h *handlers) listPendingRewards(r *http.Request) (any, error) {
 		return nil, err
 	}
 	ctx := r.Context()
-	// Primary-network stakers not yet rewarded (permissioned subnet
-	// validators earn nothing).
-	sp := &stakerPage{where: []string{`s.kind IN ('VALIDATOR', 'DELEGATOR') AND s.removed_height < 0`}}
-	if len(addrs) > 0 {
-		a := ownerMatch("s.validation_reward_owner", addrs, sp.arg)
-		b := ownerMatch("s.reward_owner", addrs, sp.arg)
-		sp.where = append(sp.where, `(`+a+` OR `+b+`)`)
-	}
-	if len(nodes) > 0 {
-		var ph []string
-		for _, n := range nodes {
-			ph = append(ph, sp.arg(n))
-		}
-		sp.where = append(sp.where, `s.node_id IN (`+strings.Join(ph, ",")+`)`)
-	}
-	tail := sp.after(has, cur, desc, size+1)
-	rows, err := h.delegatorRows(ctx, sp, tail)
+	sp := pendingRewardsPage(h.d.DB.Dialect(), addrs, nodes)
+	rows, err := h.delegatorRows(ctx, sp, has, cur, desc, size+1)
 	if err != nil {
 		return nil, err
 	}

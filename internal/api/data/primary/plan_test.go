@@ -172,3 +172,102 @@ func TestNetworkDetailsQueryUsesCoveringIndex(t *testing.T) {
 		}
 	})
 }
+
+// A page of delegators or pending rewards by reward owner is one walk per
+// address of p_staker_reward_owners in key order (0180), cut at the page and
+// merged: never the start-time walk of every staker (p_stakers_start) with
+// the owner matched on each, nor a sort of the owner's stakes. The stakers
+// are many and each owner's few, as at five million UTXOs, with PostgreSQL's
+// statistics taken (SQLite's planner has none).
+func TestRewardOwnerQueriesUseIndexes(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		seedRewardOwners(t, db, 3000, 300)
+		nodes := []string{"NodeID-n1", "NodeID-n2"}
+		for _, owners := range [][]string{{"custom1o1"}, {"custom1o1", "custom1o2", "custom1o3"}} {
+			for _, c := range []struct {
+				name string
+				sp   *stakerPage
+				has  bool
+				desc bool
+			}{
+				{"delegators", delegatorsPage(db.Dialect(), owners, nil, "", 0), false, true},
+				{"active delegators", delegatorsPage(db.Dialect(), owners, nil, "active", 1500), true, false},
+				{"pending delegators", delegatorsPage(db.Dialect(), owners, nil, "pending", 1500), false, false},
+				{"completed delegators of nodes", delegatorsPage(db.Dialect(), owners, nodes, "completed", 1500), true, true},
+				{"pending rewards", pendingRewardsPage(db.Dialect(), owners, nil), true, true},
+				{"pending rewards of nodes", pendingRewardsPage(db.Dialect(), owners, nodes), false, false},
+			} {
+				q := c.sp.sql(c.has, validatorCursor{T: 2000, ID: "x"}, c.desc, 11)
+				if p := plan(t, db, q, c.sp.args...); !walksOwners(db.Dialect(), p, len(owners)) {
+					t.Errorf("%s, %d owners: plan does not walk p_staker_reward_owners per address:\n%s\n%s",
+						c.name, len(owners), q, p)
+				}
+			}
+		}
+	})
+}
+
+// walksOwners tells whether plan p reads p_staker_reward_owners' key once
+// per owner and p_stakers only by tx id. SQLite walks each owner's key in
+// the page's order; PostgreSQL may instead sort an owner's few stakes
+// (bitmap scan), as its statistics say: either reads that owner's rows only.
+func walksOwners(d store.Dialect, p string, owners int) bool {
+	walk, scan, byID := "SEARCH o USING PRIMARY KEY (address=?", "p_stakers", "p_stakers_1 (tx_id=?)"
+	if d == store.Postgres {
+		walk, scan, byID = "p_staker_reward_owners_pkey", " on p_stakers ", "p_stakers_pkey on p_stakers "
+	}
+	if strings.Count(p, walk) < owners || strings.Contains(p, "TEMP B-TREE FOR ORDER BY") {
+		return false
+	}
+	for _, line := range strings.Split(p, "\n") {
+		if strings.Contains(line, scan) && !strings.Contains(line, byID) || strings.HasPrefix(line, "SCAN s") {
+			return false
+		}
+	}
+	return true
+}
+
+// seedRewardOwners writes n primary-network stakers (one validator in 10,
+// a third of them removed) whose rewards go to one of owners addresses
+// custom1oN, and takes PostgreSQL's statistics.
+func seedRewardOwners(t *testing.T, db *store.DB, n, owners int) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	for i := range n {
+		id, owner := fmt.Sprintf("tx%05d", i), fmt.Sprintf("custom1o%d", i%owners)
+		js := `{"locktime":0,"threshold":1,"addresses":["` + owner + `"]}`
+		kind, vOwner, rOwner := "DELEGATOR", "", js
+		if i%10 == 0 {
+			kind, vOwner, rOwner = "VALIDATOR", js, ""
+		}
+		removed := int64(-1)
+		if i%3 == 0 {
+			removed = int64(i)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO p_stakers (tx_id, tx_type, kind, subnet_id, node_id, weight, stake_amount,
+			start_time, end_time, validation_reward_owner, reward_owner, potential_reward, accrued_delegatee_reward,
+			priority, added_height, added_time, removed_height, reward_amount, delegation_fee_amount)
+			VALUES ($1, 'AddPermissionlessDelegatorTx', $2, '11111111111111111111111111111111LpoYY', $3, '1', '1', $4, $5,
+			$6, $7, '0', '0', 0, $8, $4, $9, '0', '0')`,
+			id, kind, fmt.Sprintf("NodeID-n%d", i%50), int64(i), int64(i+1000), vOwner, rOwner, int64(i), removed); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO p_staker_reward_owners (address, start_time, tx_id) VALUES ($1, $2, $3)`,
+			owner, int64(i), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if db.Dialect() == store.Postgres {
+		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
