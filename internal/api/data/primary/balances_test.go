@@ -6,12 +6,17 @@ import (
 	"math/big"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/permafrost-dev/permafrost/internal/api/apitest"
 	"github.com/permafrost-dev/permafrost/internal/devnet"
+	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testing/balancesums"
 )
 
 type aggOut struct {
@@ -343,15 +348,17 @@ func TestUTXOsPost(t *testing.T) {
 }
 
 // TestPlainUTXOFlag: the writer's plain flag (what balances read summed)
-// is the rule 0042_plain_utxo_balances.sql and 0110 (returned stakes) fill
-// older databases with, on every UTXO of the devnet.
+// is the rule 0042_plain_utxo_balances.sql, 0110 (returned stakes) and 0185
+// (locked stakes that started by their block) fill older databases with,
+// on every UTXO of the devnet.
 func TestPlainUTXOFlag(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
 		var n, plain, bad int
 		if err := e.DB.QueryRowContext(t.Context(), `SELECT COUNT(*),
 			COALESCE(SUM(CASE WHEN ua.plain THEN 1 ELSE 0 END), 0),
 			COALESCE(SUM(CASE WHEN ua.plain <> (u.fx_type = 'secp256k1fx.TransferOutput' AND u.threshold = 1 AND u.locktime = 0
-				AND (u.utxo_type <> 'STAKE' AND u.staked = FALSE OR u.utxo_type = 'STAKE' AND u.stake_locked = FALSE)
+				AND (u.utxo_type <> 'STAKE' AND u.staked = FALSE OR u.utxo_type = 'STAKE' AND u.stake_locked = FALSE
+					OR u.utxo_type = 'STAKE' AND u.stake_locked = TRUE AND u.stake_start <= u.created_time AND u.consumed_height < 0)
 				AND u.created_chain = u.chain_key AND u.addresses NOT LIKE '%,%')
 				THEN 1 ELSE 0 END), 0)
 			FROM utxo_addresses ua JOIN utxos u ON u.utxo_id = ua.utxo_id`).Scan(&n, &plain, &bad); err != nil {
@@ -371,30 +378,112 @@ func TestPlainUTXOFlag(t *testing.T) {
 	})
 }
 
-// TestPlainBalanceRows: the balance rows the writer keeps while blocks are
-// indexed (PutUTXO adds, SpendUTXO subtracts) equal the sums of the unspent
-// plain UTXOs of each address, as 0110_utxo_plain_balances.sql computes
-// them for an older database, on every address of the devnet.
-func TestPlainBalanceRows(t *testing.T) {
+// TestBalanceRows: the balance rows the writer keeps while blocks are
+// indexed equal the sums of the flagged unspent UTXOs of each address, as
+// 0110 and 0185 compute them for an older database, on every address of
+// the devnet: plain ones (PutUTXO adds, SpendUTXO subtracts, UnlockStake
+// moves a returned stake in) and locked stakes (LockStake adds,
+// UnlockStake takes away).
+func TestBalanceRows(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, e *env) {
-		var want, kept, differ int
-		if err := e.DB.QueryRowContext(t.Context(), `SELECT
-			(SELECT COUNT(*) FROM (SELECT DISTINCT address, chain_key, asset_id FROM utxo_addresses WHERE spent = FALSE AND plain = TRUE) d),
-			(SELECT COUNT(*) FROM utxo_plain_balances WHERE utxo_count > 0),
-			(SELECT COUNT(*) FROM (SELECT address, chain_key, asset_id, SUM(CAST(SUBSTR(amount, 1, 10) AS BIGINT)) AS hi,
-				SUM(CAST(SUBSTR(amount, 11, 10) AS BIGINT)) AS lo, COUNT(*) AS n
-				FROM utxo_addresses WHERE spent = FALSE AND plain = TRUE GROUP BY address, chain_key, asset_id) s
-			LEFT JOIN utxo_plain_balances b ON b.address = s.address AND b.chain_key = s.chain_key AND b.asset_id = s.asset_id
-			WHERE b.address IS NULL OR b.amount_hi <> s.hi OR b.amount_lo <> s.lo OR b.utxo_count <> s.n)`).Scan(&want, &kept, &differ); err != nil {
+		for table := range balancesums.Tables {
+			r, err := balancesums.Check(t.Context(), e.DB, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The workload spends, and its rewarded stakers' stakes left
+			// utxo_stake_balances: rows summed to zero in both.
+			if !r.OK() || r.Sums == 0 || r.Zero == 0 {
+				t.Errorf("%s: %+v", table, r)
+			}
+		}
+	})
+}
+
+// TestStakeBalanceFill: 0185's fill of an older database (its locked
+// stakes not flagged, no sums) flags and sums the same stakes the writer
+// did, on each backend (in a transaction rolled back: the index is shared).
+func TestStakeBalanceFill(t *testing.T) {
+	body, err := os.ReadFile("../../../store/migrations/0185_utxo_stake_balances.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fill []string
+	for _, stmt := range strings.SplitAfter(string(body), ";\n") {
+		var lines []string
+		for _, l := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				lines = append(lines, l)
+			}
+		}
+		if q := strings.TrimSpace(strings.Join(lines, "\n")); strings.HasPrefix(q, "UPDATE") || strings.HasPrefix(q, "INSERT") {
+			fill = append(fill, q)
+		}
+	}
+	if len(fill) != 2 {
+		t.Fatalf("0185: %d fill statements, want 2", len(fill))
+	}
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ctx := t.Context()
+		flagged := `SELECT COUNT(*) FROM utxo_addresses ua JOIN utxos u ON u.utxo_id = ua.utxo_id
+			WHERE ua.plain = TRUE AND u.stake_locked = TRUE`
+		var want int
+		if err := e.DB.QueryRowContext(ctx, flagged).Scan(&want); err != nil {
 			t.Fatal(err)
 		}
-		var spentAway int
-		if err := e.DB.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM utxo_plain_balances WHERE utxo_count = 0`).Scan(&spentAway); err != nil {
+		kept := `SELECT address, chain_key, asset_id, amount_hi, amount_lo, utxo_count FROM utxo_stake_balances
+			WHERE utxo_count > 0`
+		sums := storetest.Rows(t, e.DB, kept)
+		if want == 0 || len(sums) == 0 {
+			t.Fatalf("%d locked stakes flagged, %d sums: the devnet has stakers in the set", want, len(sums))
+		}
+		tx, err := e.DB.WriterDB().BeginTx(ctx, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if want == 0 || kept != want || differ != 0 || spentAway == 0 {
-			t.Errorf("%d address/asset sums of plain UTXOs, %d kept rows, %d differ; %d rows spent to zero (want some: the workload spends)",
-				want, kept, differ, spentAway)
+		defer tx.Rollback() //nolint:errcheck // the shared index stays as it was
+		for _, q := range []string{`UPDATE utxo_addresses SET plain = FALSE WHERE utxo_id IN
+			(SELECT utxo_id FROM utxos WHERE stake_locked = TRUE)`, `DELETE FROM utxo_stake_balances`} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, q := range fill {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+		}
+		var got int
+		if err := tx.QueryRowContext(ctx, flagged).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		r, err := balancesums.Check(ctx, tx, "utxo_stake_balances")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want || !r.OK() || r.UTXOs != want {
+			t.Errorf("filled: %d locked stakes flagged (the writer: %d), %+v", got, want, r)
+		}
+		rows, err := tx.QueryContext(ctx, kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var filled []string
+		for rows.Next() {
+			var a, c, as string
+			var hi, lo, n int64
+			if err := rows.Scan(&a, &c, &as, &hi, &lo, &n); err != nil {
+				t.Fatal(err)
+			}
+			filled = append(filled, fmt.Sprintf("%v|%v|%v|%v|%v|%v|", a, c, as, hi, lo, n))
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		sort.Strings(filled)
+		if !slices.Equal(filled, sums) {
+			t.Errorf("filled rows differ from the writer's:\n%v\n%v", filled, sums)
 		}
 	})
 }
