@@ -7,6 +7,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Tables are the balance tables and, for each, whether its UTXOs are
@@ -54,4 +57,36 @@ func Check(ctx context.Context, db Querier, table string) (Report, error) {
 		return Report{}, fmt.Errorf("balancesums: %s: %w", table, err)
 	}
 	return r, nil
+}
+
+// Unfill takes a database back to before 0185: no locked stake flagged
+// plain, no stake sums (what the balances read then from each UTXO).
+var Unfill = []string{
+	`UPDATE utxo_addresses SET plain = FALSE WHERE utxo_id IN (SELECT utxo_id FROM utxos WHERE stake_locked = TRUE)`,
+	`DELETE FROM utxo_stake_balances`,
+}
+
+// Fill returns the statements of 0185_utxo_stake_balances.sql (under the
+// module root) that fill an older database: its UPDATE and INSERT.
+func Fill(root string) ([]string, error) {
+	body, err := os.ReadFile(filepath.Join(root, "internal", "store", "migrations", "0185_utxo_stake_balances.sql"))
+	if err != nil {
+		return nil, fmt.Errorf("balancesums: %w", err)
+	}
+	var out []string
+	for _, stmt := range strings.SplitAfter(string(body), ";\n") {
+		var lines []string
+		for _, l := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+				lines = append(lines, l)
+			}
+		}
+		if q := strings.TrimSpace(strings.Join(lines, "\n")); strings.HasPrefix(q, "UPDATE") || strings.HasPrefix(q, "INSERT") {
+			out = append(out, q)
+		}
+	}
+	if len(out) != 2 {
+		return nil, fmt.Errorf("balancesums: 0185 has %d fill statements, want 2", len(out))
+	}
+	return out, nil
 }
