@@ -398,4 +398,3 @@ func TestBalanceRows(t *testing.T) {
 		}
 	})
 }
-
