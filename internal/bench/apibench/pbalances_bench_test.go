@@ -30,8 +30,62 @@ func pbalConfig() Config {
 // sequential requests. PBAL_DIR is the dataset's cache (generated once).
 //
 //	PBAL_DIR=/tmp/s8/pbal-data go test ./internal/bench/apibench -run '^$' \
-//	  -bench BenchmarkPChainBalances -benchtime 400x
+//	  -bench 'BenchmarkPChainBalances|BenchmarkValidatorCapacity' -benchtime 400x
 func BenchmarkPChainBalances(b *testing.B) {
+	ds, base := pbalServe(b)
+	// The five addresses with the most unspent locked stakes.
+	rows, err := ds.DB.QueryContext(context.Background(), `SELECT ua.address, COUNT(*) FROM utxo_addresses ua
+		JOIN utxos u ON u.utxo_id = ua.utxo_id
+		WHERE u.utxo_type = 'STAKE' AND u.stake_locked = TRUE AND ua.spent = FALSE AND ua.chain_key = 'P'
+		GROUP BY ua.address ORDER BY COUNT(*) DESC, ua.address LIMIT 5`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var targets []string
+	var counts []int
+	for rows.Next() {
+		var a string
+		var n int
+		if err := rows.Scan(&a, &n); err != nil {
+			b.Fatal(err)
+		}
+		targets = append(targets, base+"/v1/networks/"+networkName+"/blockchains/p-chain/balances?addresses="+url.QueryEscape(a))
+		counts = append(counts, n)
+	}
+	rows.Close()
+	if len(targets) == 0 {
+		b.Fatal("no locked stakes")
+	}
+	pbalMeasure(b, targets, fmt.Sprintf("addresses with %v locked stakes", counts))
+}
+
+// BenchmarkValidatorCapacity: CPU per request of primary.validatorList
+// sorted by delegationCapacity (both orders, 10 and 50 a page, first pages
+// and the page after), as BenchmarkPChainBalances.
+func BenchmarkValidatorCapacity(b *testing.B) {
+	ds, base := pbalServe(b)
+	var n int
+	if err := ds.DB.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM p_stakers WHERE kind = 'VALIDATOR'
+		AND removed_height < 0 AND subnet_id = '11111111111111111111111111111111LpoYY'`).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	var targets []string
+	for _, order := range []string{"asc", "desc"} {
+		for _, size := range []string{"10", "50"} {
+			u := base + "/v1/networks/" + networkName + "/validators?sortBy=delegationCapacity&sortOrder=" + order + "&pageSize=" + size
+			targets = append(targets, u)
+			_, body := pbalGet(b, u)
+			if tok := pageToken(body); tok != "" {
+				targets = append(targets, u+"&pageToken="+url.QueryEscape(tok))
+			}
+		}
+	}
+	pbalMeasure(b, targets, fmt.Sprintf("%d current primary validators", n))
+}
+
+// pbalServe opens PBAL_DIR's dataset (pbalConfig) and serves it in this
+// process until the benchmark ends.
+func pbalServe(b *testing.B) (*Dataset, string) {
 	dir := os.Getenv("PBAL_DIR")
 	if dir == "" {
 		b.Skip("PBAL_DIR names the dataset's cache")
@@ -42,61 +96,47 @@ func BenchmarkPChainBalances(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ds.Close()
-	// The five addresses with the most unspent locked stakes.
-	rows, err := ds.DB.QueryContext(ctx, `SELECT ua.address, COUNT(*) FROM utxo_addresses ua JOIN utxos u ON u.utxo_id = ua.utxo_id
-		WHERE u.utxo_type = 'STAKE' AND u.stake_locked = TRUE AND ua.spent = FALSE AND ua.chain_key = 'P'
-		GROUP BY ua.address ORDER BY COUNT(*) DESC, ua.address LIMIT 5`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var addrs []string
-	var counts []int
-	for rows.Next() {
-		var a string
-		var n int
-		if err := rows.Scan(&a, &n); err != nil {
-			b.Fatal(err)
-		}
-		addrs, counts = append(addrs, a), append(counts, n)
-	}
-	rows.Close()
-	if len(addrs) == 0 {
-		b.Fatal("no locked stakes")
-	}
+	b.Cleanup(ds.Close)
 	sctx, cancel := context.WithCancel(ctx)
 	base, done, err := Serve(sctx, ds.DB, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { cancel(); <-done }()
-	get := func(i int) {
-		u := base + "/v1/networks/" + networkName + "/blockchains/p-chain/balances?addresses=" + url.QueryEscape(addrs[i%len(addrs)])
-		resp, err := http.Get(u)
-		if err != nil {
-			b.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body) //nolint:errcheck // only the cost counts
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			b.Fatalf("%s: %d", u, resp.StatusCode)
-		}
+	b.Cleanup(func() { cancel(); <-done })
+	return ds, base
+}
+
+func pbalGet(b *testing.B, u string) (int, []byte) {
+	resp, err := http.Get(u)
+	if err != nil {
+		b.Fatal(err)
 	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("%s: %d %v", u, resp.StatusCode, err)
+	}
+	return resp.StatusCode, body
+}
+
+// pbalMeasure requests targets round-robin, b.N times after 50 warm-up
+// requests, and reports this process's CPU and the wall time per request.
+func pbalMeasure(b *testing.B, targets []string, what string) {
 	for i := 0; i < 50; i++ {
-		get(i) // warm the page cache and the statement cache
+		pbalGet(b, targets[i%len(targets)]) // the page cache and the statement cache
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	b.ResetTimer()
 	cpu0, t0 := rusageCPU(), time.Now()
 	for i := 0; i < b.N; i++ {
-		get(i)
+		pbalGet(b, targets[i%len(targets)])
 	}
 	cpu, wall := rusageCPU()-cpu0, time.Since(t0)
 	b.StopTimer()
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/req")
+	perReq := float64(cpu.Microseconds()) / 1000 / float64(b.N)
+	b.ReportMetric(perReq, "cpu-ms/req")
 	b.ReportMetric(float64(wall.Microseconds())/1000/float64(b.N), "wall-ms/req")
-	fmt.Fprintf(os.Stderr, "pbal: %d requests over %d addresses with %v locked stakes; CPU %.3f ms/req; load %s",
-		b.N, len(addrs), counts, float64(cpu.Microseconds())/1000/float64(b.N), load)
+	fmt.Fprintf(os.Stderr, "%s: %d requests, %s; CPU %.3f ms/req; load %s", b.Name(), b.N, what, perReq, load)
 }
 
 // rusageCPU is this process's user+system CPU time (SQLite's work
