@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"math/big"
 	"net/http"
 	"net/url"
@@ -14,35 +13,20 @@ import (
 
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
 	"github.com/ava-labs/avalanchego/utils/constants"
-
-	"github.com/permafrost-dev/permafrost/internal/store"
-	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
 
 // TestValidatorCapacityOrder: /validators?sortBy=delegationCapacity, paged
 // both ways, lists the current primary validators of the generated
-// network (thousands of delegations) in the order of their capacity as
+// network (validators with delegations) in the order of their capacity as
 // avalanchego bounds a delegation, recomputed here from each validator's
 // stake and its current delegators' stakes: min(MaxValidatorStake, 5 x
 // own) - own - delegated, at least 0; and min/maxDelegationCapacity cut
 // that list. On each backend.
 func TestValidatorCapacityOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates a small dataset")
-	}
 	ctx := context.Background()
-	cache := &Cache{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
-	src, err := cache.OpenSQLite(ctx, SmokeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg := storetest.Open(t, storetest.PostgresDSN(t))
-	if err := copyDatabase(ctx, src.DB, pg, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	_, dbs := smokeOnBothBackends(t)
 	maxStake := new(big.Int).SetUint64(avagenesis.GetStakingConfig(networkID).MaxValidatorStake)
-	for name, db := range map[string]*store.DB{"sqlite": src.DB, "postgres": pg} {
+	for name, db := range dbs {
 		t.Run(name, func(t *testing.T) {
 			// The recomputation: each validator's delegators current at
 			// the tip, summed from their own rows.

@@ -25,25 +25,13 @@ import (
 //     locked stake read from its UTXO row);
 //   - 0185's fill of that older database flags and sums the same stakes.
 func TestStakeBalances(t *testing.T) {
-	if testing.Short() {
-		t.Skip("generates a small dataset")
-	}
 	ctx := context.Background()
 	fill, err := balancesums.Fill(devnet.Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := &Cache{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
-	src, err := cache.OpenSQLite(ctx, SmokeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	pg := storetest.Open(t, storetest.PostgresDSN(t))
-	if err := copyDatabase(ctx, src.DB, pg, slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	for name, db := range map[string]*store.DB{"sqlite": src.DB, "postgres": pg} {
+	m, dbs := smokeOnBothBackends(t)
+	for name, db := range dbs {
 		t.Run(name, func(t *testing.T) {
 			checkSums := func(stage string) {
 				t.Helper()
@@ -68,7 +56,7 @@ func TestStakeBalances(t *testing.T) {
 				WHERE u.utxo_type = 'STAKE' ORDER BY address LIMIT 40`, &addrs); err != nil {
 				t.Fatal(err)
 			}
-			addrs = append(addrs, src.Manifest.PHotAddresses...)
+			addrs = append(addrs, m.PHotAddresses...)
 			balances := func() map[string]string {
 				t.Helper()
 				sctx, cancel := context.WithCancel(ctx)
@@ -133,4 +121,26 @@ func TestStakeBalances(t *testing.T) {
 			compare("filled", balances())
 		})
 	}
+}
+
+// smokeOnBothBackends generates the smoke dataset into the test's temporary
+// directory (SQLite) and copies it into a throwaway PostgreSQL cluster
+// (skipped with -short).
+func smokeOnBothBackends(t *testing.T) (*Manifest, map[string]*store.DB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("generates a small dataset")
+	}
+	ctx := context.Background()
+	cache := &Cache{Dir: t.TempDir(), Log: slog.New(slog.DiscardHandler)}
+	src, err := cache.OpenSQLite(ctx, SmokeConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	pg := storetest.Open(t, storetest.PostgresDSN(t))
+	if err := copyDatabase(ctx, src.DB, pg, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return src.Manifest, map[string]*store.DB{"sqlite": src.DB, "postgres": pg}
 }
