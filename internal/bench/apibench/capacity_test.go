@@ -84,13 +84,8 @@ func TestValidatorCapacityOrder(t *testing.T) {
 			if len(all) < 5 || withDelegations == 0 {
 				t.Fatalf("%d current validators, %d with delegations", len(all), withDelegations)
 			}
-			sctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			base, done, err := Serve(sctx, db, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cancel(); <-done }()
+			base, stop := serveFor(t, db)
+			defer stop()
 			list := func(v url.Values) []string {
 				t.Helper()
 				v.Set("pageSize", "3")

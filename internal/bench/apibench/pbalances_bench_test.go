@@ -97,12 +97,8 @@ func pbalServe(b *testing.B) (*Dataset, string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(ds.Close)
-	sctx, cancel := context.WithCancel(ctx)
-	base, done, err := Serve(sctx, ds.DB, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { cancel(); <-done })
+	base, stop := serveFor(b, ds.DB)
+	b.Cleanup(stop)
 	return ds, base
 }
 

@@ -59,13 +59,8 @@ func TestStakeBalances(t *testing.T) {
 			addrs = append(addrs, m.PHotAddresses...)
 			balances := func() map[string]string {
 				t.Helper()
-				sctx, cancel := context.WithCancel(ctx)
-				defer cancel()
-				base, done, err := Serve(sctx, db, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer func() { cancel(); <-done }()
+				base, stop := serveFor(t, db)
+				defer stop()
 				out := map[string]string{}
 				for i, a := range addrs {
 					q := a
@@ -143,4 +138,16 @@ func smokeOnBothBackends(t *testing.T) (*Manifest, map[string]*store.DB) {
 		t.Fatal(err)
 	}
 	return src.Manifest, map[string]*store.DB{"sqlite": src.DB, "postgres": pg}
+}
+
+// serveFor serves db (Serve) until stop, which waits for the server to end.
+func serveFor(tb testing.TB, db *store.DB) (base string, stop func()) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	base, done, err := Serve(ctx, db, nil)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	return base, func() { cancel(); <-done }
 }
