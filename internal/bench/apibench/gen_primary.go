@@ -391,7 +391,7 @@ func (p *primaryGen) write(ctx context.Context, c *chain, t txSpec) error {
 			return err
 		}
 		if o.staked {
-			if _, err := c.tx.Exec(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, true, u.InputID().String()); err != nil {
+			if err := p.w.LockStake(ctx, c.tx, u.InputID().String()); err != nil {
 				return fmt.Errorf("lock stake: %w", err)
 			}
 		} else {

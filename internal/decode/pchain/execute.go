@@ -188,8 +188,8 @@ func (e *executor) putUTXO(u *avax.UTXO, c primary.Created, locked bool) error {
 		return err
 	}
 	if locked {
-		if _, err := e.db.Exec(e.ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2`, true, u.InputID().String()); err != nil {
-			return fmt.Errorf("pchain: lock stake %s: %w", u.InputID(), err)
+		if err := e.ix.w.LockStake(e.ctx, e.db, u.InputID().String()); err != nil {
+			return err
 		}
 		if out, ok := u.Out.(avax.TransferableOut); ok && u.AssetID() == e.ix.avax {
 			e.bc.supply.Staked += int64(out.Amount())

@@ -143,7 +143,7 @@ func (*Indexer) DerivedTables() []string {
 		"p_block_state", "p_txs", "p_stakers", "p_staker_reward_owners", "p_validator_set", "p_subnets", "p_subnet_owners",
 		"p_blockchains", "p_l1_validators", "p_l1_validator_history", "p_pending_proposals",
 		"px_blocks", "px_txs", "px_tx_assets", "px_tx_addresses", "utxos", "utxo_addresses", "utxo_plain_balances",
-		"avax_supply",
+		"utxo_stake_balances", "avax_supply",
 	}
 }
 

@@ -186,19 +186,53 @@ func plainRule(fxType string, threshold uint32, owners int, locktime uint64, cre
 		createdChain == chainKey
 }
 
+// LockStake marks a stake output locked while its staker is in the
+// validator set. One whose balance bucket cannot change until it is
+// unlocked (plainRule, and a start not after its block's time, so never
+// pending at the tip: every staker since Durango) is flagged plain and
+// summed into its owner's utxo_stake_balances row
+// (0185_utxo_stake_balances.sql): a busy staker's address holds thousands.
+func (w Writer) LockStake(ctx context.Context, tx *store.Tx, utxoID string) error {
+	var (
+		fxType, owners, createdChain, chainKey, assetID, amount string
+		threshold                                               uint32
+		locktime, consumedHeight, start, created                int64
+	)
+	err := tx.QueryRow(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2
+		RETURNING fx_type, addresses, threshold, locktime, created_chain, chain_key, asset_id, amount, consumed_height,
+		stake_start, created_time`, true, utxoID).Scan(&fxType, &owners, &threshold, &locktime, &createdChain, &chainKey,
+		&assetID, &amount, &consumedHeight, &start, &created)
+	if err != nil {
+		return fmt.Errorf("primary: lock stake %s: %w", utxoID, err)
+	}
+	var addrs []string
+	if err := json.Unmarshal([]byte(owners), &addrs); err != nil {
+		return fmt.Errorf("primary: lock stake %s: owners: %w", utxoID, err)
+	}
+	if !plainRule(fxType, threshold, len(addrs), uint64(locktime), createdChain, chainKey) || start > created || consumedHeight >= 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE utxo_addresses SET plain = $1 WHERE utxo_id = $2`, true, utxoID); err != nil {
+		return fmt.Errorf("primary: lock stake %s: %w", utxoID, err)
+	}
+	return addBalance(ctx, tx, stakeBalances, addrs[0], chainKey, assetID, amount, 1)
+}
+
 // UnlockStake marks a stake output returned to its owner (its staker left
-// the validator set): spendable again, and plain when plainRule holds.
+// the validator set): spendable again, and plain when plainRule holds. A
+// stake LockStake summed moves from utxo_stake_balances to
+// utxo_plain_balances.
 func (w Writer) UnlockStake(ctx context.Context, tx *store.Tx, utxoID string) error {
 	var (
 		fxType, owners, createdChain, chainKey, assetID, amount string
 		threshold                                               uint32
 		locktime, consumedHeight                                int64
 	)
-	err := tx.QueryRow(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2
+	err := tx.QueryRow(ctx, `UPDATE utxos SET stake_locked = $1 WHERE utxo_id = $2 AND stake_locked = $3
 		RETURNING fx_type, addresses, threshold, locktime, created_chain, chain_key, asset_id, amount, consumed_height`,
-		false, utxoID).Scan(&fxType, &owners, &threshold, &locktime, &createdChain, &chainKey, &assetID, &amount, &consumedHeight)
+		false, utxoID, true).Scan(&fxType, &owners, &threshold, &locktime, &createdChain, &chainKey, &assetID, &amount, &consumedHeight)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil // not indexed: nothing to unlock
+		return nil // not indexed, or unlocked already: nothing to unlock
 	}
 	if err != nil {
 		return fmt.Errorf("primary: unlock stake %s: %w", utxoID, err)
@@ -210,7 +244,17 @@ func (w Writer) UnlockStake(ctx context.Context, tx *store.Tx, utxoID string) er
 	if !plainRule(fxType, threshold, len(addrs), uint64(locktime), createdChain, chainKey) {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE utxo_addresses SET plain = $1 WHERE utxo_id = $2`, true, utxoID); err != nil {
+	// Plain already: summed as a locked stake (LockStake), unspent.
+	var summed bool
+	if err := tx.QueryRow(ctx, `SELECT plain FROM utxo_addresses WHERE utxo_id = $1`, utxoID).Scan(&summed); err != nil &&
+		!errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("primary: unlock stake %s: %w", utxoID, err)
+	}
+	if summed {
+		if err := addBalance(ctx, tx, stakeBalances, addrs[0], chainKey, assetID, amount, -1); err != nil {
+			return err
+		}
+	} else if _, err := tx.Exec(ctx, `UPDATE utxo_addresses SET plain = $1 WHERE utxo_id = $2`, true, utxoID); err != nil {
 		return fmt.Errorf("primary: unlock stake %s: %w", utxoID, err)
 	}
 	if consumedHeight >= 0 {
@@ -219,20 +263,33 @@ func (w Writer) UnlockStake(ctx context.Context, tx *store.Tx, utxoID string) er
 	return addPlainBalance(ctx, tx, addrs[0], chainKey, assetID, amount, 1)
 }
 
+// The balance rows addBalance keeps: plain UTXOs (0110) and locked stakes
+// (0185), the same columns.
+const (
+	plainBalances = "utxo_plain_balances"
+	stakeBalances = "utxo_stake_balances"
+)
+
 // addPlainBalance adds one plain UTXO (sign 1) to its owner's balance row,
 // or takes it away (-1), as the two digit halves of its padded amount
 // (0110_utxo_plain_balances.sql).
 func addPlainBalance(ctx context.Context, tx *store.Tx, address, chainKey, assetID, padded string, sign int64) error {
-	hi, errHi := strconv.ParseInt(padded[:10], 10, 64)
-	lo, errLo := strconv.ParseInt(padded[10:], 10, 64)
+	return addBalance(ctx, tx, plainBalances, address, chainKey, assetID, padded, sign)
+}
+
+// addBalance adds one UTXO (sign 1) to its owner's row of table, or takes
+// it away (-1).
+func addBalance(ctx context.Context, tx *store.Tx, table, address, chainKey, assetID, padded string, sign int64) error {
+	hi, errHi := strconv.ParseInt(padded[:min(10, len(padded))], 10, 64)
+	lo, errLo := strconv.ParseInt(padded[min(10, len(padded)):], 10, 64)
 	if len(padded) != 20 || errHi != nil || errLo != nil {
 		return fmt.Errorf("primary: balance of %s: amount %q is not 20 digits", address, padded)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO utxo_plain_balances (address, chain_key, asset_id, amount_hi, amount_lo, utxo_count)
+	if _, err := tx.Exec(ctx, `INSERT INTO `+table+` (address, chain_key, asset_id, amount_hi, amount_lo, utxo_count)
 		VALUES ($1,$2,$3,$4,$5,$6) ON CONFLICT (address, chain_key, asset_id) DO UPDATE SET
-		amount_hi = utxo_plain_balances.amount_hi + excluded.amount_hi,
-		amount_lo = utxo_plain_balances.amount_lo + excluded.amount_lo,
-		utxo_count = utxo_plain_balances.utxo_count + excluded.utxo_count`,
+		amount_hi = `+table+`.amount_hi + excluded.amount_hi,
+		amount_lo = `+table+`.amount_lo + excluded.amount_lo,
+		utxo_count = `+table+`.utxo_count + excluded.utxo_count`,
 		address, chainKey, assetID, sign*hi, sign*lo, sign); err != nil {
 		return fmt.Errorf("primary: balance of %s: %w", address, err)
 	}
@@ -321,7 +378,7 @@ func (w Writer) LinkTx(ctx context.Context, tx *store.Tx, chainKey, txID string,
 // DerivedTables are the tables this writer fills.
 // c_atomic_evm_io is the C-chain atomic side's (internal/decode/catomic),
 // listed here with px_txs, whose rows it details.
-var DerivedTables = []string{"utxos", "utxo_addresses", "utxo_plain_balances", "avax_supply", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
+var DerivedTables = []string{"utxos", "utxo_addresses", "utxo_plain_balances", "utxo_stake_balances", "avax_supply", "px_tx_assets", "px_tx_addresses", "px_txs", "px_blocks", "assets",
 	"c_atomic_evm_io"}
 
 // Supply is a change of one chain's AVAX totals (0111_avax_supply.sql), in

@@ -74,7 +74,24 @@ type balanceUTXO struct {
 // (args: the chain key, then the addresses, numbered ph), one row per
 // address and asset kept by the indexers (0110_utxo_plain_balances.sql).
 func (h *handlers) plainBalances(ctx context.Context, chain, ph string, args []any) ([]balanceUTXO, error) {
-	rows, err := h.d.DB.QueryContext(ctx, `SELECT address, asset_id, amount_hi, amount_lo, utxo_count FROM utxo_plain_balances
+	return h.summedBalances(ctx, "utxo_plain_balances", balanceUTXO{createdChain: chain,
+		fxType: "secp256k1fx.TransferOutput", threshold: 1}, ph, args)
+}
+
+// stakeBalances reads the locked-stake balances of the addresses on the
+// P-chain (args as plainBalances'), kept by the P indexer
+// (0185_utxo_stake_balances.sql): stake outputs of one owner, no locktime,
+// whose staker is in the set and started by its block, so not pending at
+// the tip: the unlockedStaked bucket.
+func (h *handlers) stakeBalances(ctx context.Context, ph string, args []any) ([]balanceUTXO, error) {
+	return h.summedBalances(ctx, "utxo_stake_balances", balanceUTXO{createdChain: "P",
+		fxType: "secp256k1fx.TransferOutput", threshold: 1, stakeLocked: true}, ph, args)
+}
+
+// summedBalances reads one row per address and asset of table, a balance
+// table of 0110's columns, as UTXOs like proto whose amount is the sum.
+func (h *handlers) summedBalances(ctx context.Context, table string, proto balanceUTXO, ph string, args []any) ([]balanceUTXO, error) {
+	rows, err := h.d.DB.QueryContext(ctx, `SELECT address, asset_id, amount_hi, amount_lo, utxo_count FROM `+table+`
 		WHERE chain_key = $1 AND address IN (`+ph+`) AND utxo_count > 0`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("balances: %w", err)
@@ -82,7 +99,8 @@ func (h *handlers) plainBalances(ctx context.Context, chain, ph string, args []a
 	defer rows.Close()
 	var out []balanceUTXO
 	for rows.Next() {
-		u := balanceUTXO{owners: make([]string, 1), createdChain: chain, fxType: "secp256k1fx.TransferOutput", threshold: 1}
+		u := proto
+		u.owners = make([]string, 1)
 		var hi, lo int64
 		if err := rows.Scan(&u.owners[0], &u.asset, &hi, &lo, &u.count); err != nil {
 			return nil, fmt.Errorf("balances: %w", err)
@@ -272,11 +290,21 @@ func (h *handlers) balanceUTXOs(ctx context.Context, chain string, addrs []strin
 	if !historical {
 		// Plain UTXOs (one owner, no lock, not staked; 0042) come summed
 		// per address and asset: a busy address holds 100,000s of them.
+		// So do most locked stakes (0185), also flagged plain.
 		plain, err := h.plainBalances(ctx, chain, ph, args)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, plain...)
+		if chain == "P" {
+			// Locked stakes of stakers in the set, summed likewise: a
+			// busy staker's address holds thousands.
+			staked, err := h.stakeBalances(ctx, ph, args)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, staked...)
+		}
 	}
 	if historical {
 		args = append(args, at)

@@ -3,8 +3,13 @@ package primary
 import (
 	"context"
 	"fmt"
+	"math/big"
+	"os"
 	"strings"
 	"testing"
+
+	avagenesis "github.com/ava-labs/avalanchego/genesis"
+	"github.com/ava-labs/avalanchego/utils/constants"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
@@ -207,6 +212,33 @@ func TestRewardOwnerQueriesUseIndexes(t *testing.T) {
 	})
 }
 
+// A page of validators by delegation capacity walks the index of the
+// capacity expression (0186) in either order, first page or later, with
+// the capacity filters: no sort of every current validator.
+func TestCapacityPageUsesIndex(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		for _, c := range []struct {
+			vq        validatorQuery
+			desc, has bool
+		}{
+			{validatorQuery{sortBy: "delegationCapacity", needCapacity: true}, false, false},
+			{validatorQuery{sortBy: "delegationCapacity", needCapacity: true}, true, true},
+			{validatorQuery{sortBy: "delegationCapacity", needCapacity: true, minCap: big.NewInt(1), status: "active", tipTime: 1}, false, true},
+		} {
+			where, args := c.vq.sql()
+			if c.has {
+				args = append(args, int64(5), "x")
+			}
+			hint := db.IndexedBy(context.Background(), "p_validators_capacity")
+			q := validatorPageSQL(where, sortColumn[c.vq.sortBy], hint, c.desc, c.has, len(args), 10)
+			p := plan(t, db, q, args...)
+			if !strings.Contains(p, "p_validators_capacity") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "Sort") {
+				t.Errorf("%+v: plan does not walk p_validators_capacity:\n%s\n%s", c, q, p)
+			}
+		}
+	})
+}
+
 // walksOwners tells whether plan p reads p_staker_reward_owners' key once
 // per owner and p_stakers only by tx id. SQLite walks each owner's key in
 // the page's order; PostgreSQL may instead sort an owner's few stakes
@@ -269,5 +301,22 @@ func seedRewardOwners(t *testing.T, db *store.DB, n, owners int) {
 		if _, err := db.ExecContext(ctx, "ANALYZE"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// capacitySQL assumes every network's MaxValidatorStake (avalanchego's
+// genesis parameters) and is the expression 0186 indexes.
+func TestCapacitySQLMatchesIndexAndNetworks(t *testing.T) {
+	for _, id := range []uint32{constants.MainnetID, constants.FujiID, constants.LocalID, 1337} {
+		if m := avagenesis.GetStakingConfig(id).MaxValidatorStake; m != capacityStake {
+			t.Errorf("network %d: MaxValidatorStake %d, capacitySQL assumes %d", id, m, capacityStake)
+		}
+	}
+	body, err := os.ReadFile("../../../store/migrations/0186_validator_capacity.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "("+capacitySQL+", tx_id)") || !strings.Contains(string(body), capacityWhere) {
+		t.Error("0186 does not index capacitySQL where capacityWhere")
 	}
 }

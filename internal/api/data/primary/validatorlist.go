@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	avagenesis "github.com/ava-labs/avalanchego/genesis"
-	"github.com/ava-labs/avalanchego/utils/constants"
 
 	"github.com/permafrost-dev/permafrost/internal/api"
 )
@@ -20,10 +19,24 @@ import (
 // SortByOptions is the SortByOption enumeration of listValidators.
 var SortByOptions = []string{"blockIndex", "delegationCapacity", "timeRemaining", "delegationFee", "uptimePerformance"}
 
-// maxValidatorWeightFactor is avalanchego's default
-// --stake-max-validator-weight-factor: a validator's weight (own stake plus
-// delegations) is at most 5 times its own stake.
-const maxValidatorWeightFactor = 5
+// capacitySQL is a current primary validator's delegation capacity at the
+// tip, max(0, min(max stake, 5 x own stake) - own stake - current
+// delegations), as avalanchego bounds a new delegation: the expression of
+// the index p_validators_capacity (0186_validator_capacity.sql), with
+// avalanchego's MaxValidatorStake of every network (3,000,000 AVAX) and its
+// default --stake-max-validator-weight-factor (5). The current delegations are kept on the row by
+// the P indexer (0113): the capacity does not depend on the time.
+const capacitySQL = `(CASE WHEN (CASE WHEN CAST(weight AS BIGINT) > 600000000000000 THEN 3000000000000000 - CAST(weight AS BIGINT) ` +
+	`ELSE 4 * CAST(weight AS BIGINT) END) - (cur_delegated_hi * 10000000000 + cur_delegated_lo) > 0 THEN ` +
+	`(CASE WHEN CAST(weight AS BIGINT) > 600000000000000 THEN 3000000000000000 - CAST(weight AS BIGINT) ` +
+	`ELSE 4 * CAST(weight AS BIGINT) END) - (cur_delegated_hi * 10000000000 + cur_delegated_lo) ELSE 0 END)`
+
+// capacityStake is the maximum validator stake capacitySQL assumes.
+const capacityStake = 3_000_000_000_000_000
+
+// capacityWhere selects what takes delegations: current (and pending)
+// primary-network validators. Literals: the index is partial.
+const capacityWhere = `kind = 'VALIDATOR' AND removed_height < 0 AND subnet_id = '11111111111111111111111111111111LpoYY'`
 
 // maxDelegationCapacity is the document's bound of min/maxDelegationCapacity
 // (720,000,000 AVAX in nAVAX, the supply cap).
@@ -53,8 +66,6 @@ type validatorQuery struct {
 	sortBy             string
 	desc               bool
 	tipTime            int64
-	maxStake           *big.Int // network's maximum validator stake
-	primarySubnet      string
 	needCapacity, byUp bool
 }
 
@@ -92,7 +103,7 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		return nil, err
 	}
 	p := q.p
-	vq := validatorQuery{primarySubnet: constants.PrimaryNetworkID.String()}
+	var vq validatorQuery
 	for _, s := range p.List("nodeIds") {
 		if !nodeIDPartRE.MatchString(s) {
 			p.Fail("nodeIds: %q is not a node id or part of one (NodeID- and base58 characters)", short(s))
@@ -121,12 +132,15 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	}
 	ctx := r.Context()
 	vq.tipTime = tipTime
-	vq.maxStake = new(big.Int).SetUint64(avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake)
+	if m := avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake; m != capacityStake {
+		return nil, fmt.Errorf("list validators: network %d's maximum validator stake %d is not capacitySQL's", h.d.Network.ID, m)
+	}
 	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
 	vq.byUp = vq.minUp != nil || vq.maxUp != nil || vq.sortBy == "uptimePerformance"
 
-	if !vq.needCapacity && !vq.byUp {
-		// Every key is a column: the page is cut by the database.
+	if !vq.byUp {
+		// Every key is a column or capacitySQL: the page is cut by the
+		// database.
 		return h.validatorPage(r, q, &vq, size, has, cur)
 	}
 	where, args := vq.sql()
@@ -148,13 +162,6 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	}
 	var all []keyed
 	for _, s := range rows {
-		var capacity *big.Int
-		if vq.needCapacity {
-			capacity = vq.capacity(s)
-			if capacity == nil || (vq.minCap != nil && capacity.Cmp(vq.minCap) < 0) || (vq.maxCap != nil && capacity.Cmp(vq.maxCap) > 0) {
-				continue
-			}
-		}
 		var up *float64
 		if vq.byUp {
 			// Only an active validator our node measures has an uptime.
@@ -174,7 +181,7 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 		case "delegationFee":
 			k.SetInt64(s.Shares)
 		case "delegationCapacity":
-			k.SetInt(capacity)
+			k.SetInt64(s.Capacity)
 		case "uptimePerformance":
 			if up != nil {
 				k.SetFloat64(*up)
@@ -235,7 +242,8 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 // every current primary-network validator).
 func (h *handlers) stakerKeys(ctx context.Context, where string, args ...any) ([]*stakerRow, error) {
 	rows, err := h.d.DB.QueryContext(ctx, `SELECT tx_id, kind, subnet_id, node_id, weight, start_time, end_time,
-		delegation_shares, removed_height, removal, cur_delegated_hi, cur_delegated_lo FROM p_stakers WHERE `+where, args...)
+		delegation_shares, removed_height, removal, cur_delegated_hi, cur_delegated_lo, `+capacitySQL+`
+		FROM p_stakers WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list validators: %w", err)
 	}
@@ -245,7 +253,7 @@ func (h *handlers) stakerKeys(ctx context.Context, where string, args ...any) ([
 		var s stakerRow
 		var hi, lo int64
 		if err := rows.Scan(&s.TxID, &s.Kind, &s.SubnetID, &s.NodeID, &s.Weight, &s.Start, &s.End, &s.Shares,
-			&s.RemovedHeight, &s.Removal, &hi, &lo); err != nil {
+			&s.RemovedHeight, &s.Removal, &hi, &lo, &s.Capacity); err != nil {
 			return nil, fmt.Errorf("list validators: %w", err)
 		}
 		s.Weight, s.CurDelegated = unpad(s.Weight), splitSum(hi, lo)
@@ -322,7 +330,13 @@ func (vq *validatorQuery) sql() (string, []any) {
 	if vq.needCapacity {
 		// Only current and pending primary-network validators take
 		// delegations: they are what capacity filters and sorts list.
-		where = append(where, `kind = 'VALIDATOR' AND removed_height < 0 AND subnet_id = `+arg(vq.primarySubnet))
+		where = append(where, capacityWhere)
+		if vq.minCap != nil {
+			where = append(where, capacitySQL+` >= `+arg(vq.minCap.Int64()))
+		}
+		if vq.maxCap != nil {
+			where = append(where, capacitySQL+` <= `+arg(vq.maxCap.Int64()))
+		}
 	}
 	if vq.minLeft != nil || vq.maxLeft != nil {
 		// Time remains only for a validation not yet ended.
@@ -338,17 +352,30 @@ func (vq *validatorQuery) sql() (string, []any) {
 }
 
 // sortColumn is the p_stakers column of a sort key SQL can order by.
-var sortColumn = map[string]string{"blockIndex": "start_time", "timeRemaining": "end_time", "delegationFee": "delegation_shares"}
+var sortColumn = map[string]string{"blockIndex": "start_time", "timeRemaining": "end_time", "delegationFee": "delegation_shares",
+	"delegationCapacity": capacitySQL}
+
+// validatorPageSQL selects size+1 validators matching where in col's
+// order, after the cursor ($nargs-1: key, $nargs: tx id) when has; hint
+// pins SQLite to the capacity expression's index (store.IndexedBy), which
+// it does not choose without statistics.
+func validatorPageSQL(where, col, hint string, desc, has bool, nargs, size int) string {
+	cmp, dir := ">", "ASC"
+	if desc {
+		cmp, dir = "<", "DESC"
+	}
+	if has {
+		where += fmt.Sprintf(` AND (%s, tx_id) %s ($%d, $%d)`, col, cmp, nargs-1, nargs)
+	}
+	return `SELECT ` + stakerColumns + ` FROM p_stakers` + hint + ` WHERE ` + where +
+		` ORDER BY ` + col + ` ` + dir + `, tx_id ` + dir + ` LIMIT ` + strconv.Itoa(size+1)
+}
 
 // validatorPage is listValidators when every filter and the sort key are
 // columns: one keyset query of the page.
 func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery, size int, has bool, cur sortCursor) (any, error) {
 	where, args := vq.sql()
 	col := sortColumn[vq.sortBy]
-	cmp, dir := ">", "ASC"
-	if vq.desc {
-		cmp, dir = "<", "DESC"
-	}
 	if has {
 		k, err := strconv.ParseInt(cur.K, 10, 64)
 		if err != nil {
@@ -357,10 +384,12 @@ func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery
 		// timeRemaining's key is end_time - tip (the tip moves between
 		// pages; the end time does not).
 		args = append(args, k, cur.ID)
-		where += fmt.Sprintf(` AND (%s, tx_id) %s ($%d, $%d)`, col, cmp, len(args)-1, len(args))
 	}
-	stakers, err := h.stakers(r.Context(), `SELECT `+stakerColumns+` FROM p_stakers WHERE `+where+
-		` ORDER BY `+col+` `+dir+`, tx_id `+dir+` LIMIT `+strconv.Itoa(size+1), args...)
+	hint := ""
+	if col == capacitySQL {
+		hint = h.d.DB.IndexedBy(r.Context(), "p_validators_capacity")
+	}
+	stakers, err := h.stakers(r.Context(), validatorPageSQL(where, col, hint, vq.desc, has, len(args), size), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -369,31 +398,17 @@ func (h *handlers) validatorPage(r *http.Request, q *request, vq *validatorQuery
 		stakers = stakers[:size]
 		last := stakers[size-1]
 		k := map[string]int64{"start_time": last.Start, "end_time": last.End, "delegation_shares": last.Shares}[col]
+		if col == capacitySQL {
+			// The last row's key, by the index's own expression.
+			if err := h.d.DB.QueryRowContext(r.Context(), `SELECT `+capacitySQL+` FROM p_stakers WHERE tx_id = $1`,
+				last.TxID).Scan(&k); err != nil {
+				return nil, fmt.Errorf("list validators: %w", err)
+			}
+		}
 		out.NextPageToken = h.encodeCursor(q, routeValidatorList, sortCursor{K: strconv.FormatInt(k, 10), ID: last.TxID})
 	}
 	if out.Validators, err = h.validatorRecords(r, stakers, vq.tipTime); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// capacity is how much more stake a current or pending primary-network
-// validator accepts from delegators at the tip: min(max stake, 5 x own
-// stake) - (own stake + current delegations), as avalanchego bounds a new
-// delegation. Other records take no delegations (nil).
-func (vq *validatorQuery) capacity(s *stakerRow) *big.Int {
-	if s.Kind != "VALIDATOR" || s.SubnetID != vq.primarySubnet || s.RemovedHeight >= 0 {
-		return nil
-	}
-	own := decimal(s.Weight)
-	limit := new(big.Int).Mul(own, big.NewInt(maxValidatorWeightFactor))
-	if vq.maxStake.Sign() > 0 && limit.Cmp(vq.maxStake) > 0 {
-		limit.Set(vq.maxStake)
-	}
-	c := limit.Sub(limit, own)
-	c.Sub(c, s.CurDelegated)
-	if c.Sign() < 0 {
-		c.SetInt64(0)
-	}
-	return c
 }

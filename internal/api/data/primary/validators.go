@@ -122,6 +122,7 @@ type stakerRow struct {
 	AllDelegators, CurDelegators int64
 	AllDelegated, CurDelegated   *big.Int
 	CurDelegateeFee              *big.Int
+	Capacity                     int64 // capacitySQL, read by stakerKeys only
 }
 
 // statusOf is a staker's validationStatus at the tip time.
