@@ -132,10 +132,10 @@ func (h *handlers) listValidators(r *http.Request) (any, error) {
 	}
 	ctx := r.Context()
 	vq.tipTime = tipTime
-	if m := avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake; m != capacityStake {
+	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
+	if m := avagenesis.GetStakingConfig(h.d.Network.ID).MaxValidatorStake; vq.needCapacity && m != capacityStake {
 		return nil, fmt.Errorf("list validators: network %d's maximum validator stake %d is not capacitySQL's", h.d.Network.ID, m)
 	}
-	vq.needCapacity = vq.minCap != nil || vq.maxCap != nil || vq.sortBy == "delegationCapacity"
 	vq.byUp = vq.minUp != nil || vq.maxUp != nil || vq.sortBy == "uptimePerformance"
 
 	if !vq.byUp {
