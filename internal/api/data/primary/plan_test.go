@@ -230,7 +230,7 @@ func TestCapacityPageUsesIndex(t *testing.T) {
 				args = append(args, int64(5), "x")
 			}
 			hint := db.IndexedBy(context.Background(), "p_validators_capacity")
-			q := validatorPageSQL(where, sortColumn[c.vq.sortBy], hint, c.desc, c.has, len(args), 10)
+			q := validatorPageSQL(db.Dialect(), where, sortColumn[c.vq.sortBy], hint, c.desc, c.has, len(args), 10)
 			p := plan(t, db, q, args...)
 			if !strings.Contains(p, "p_validators_capacity") || strings.Contains(p, "TEMP B-TREE") || strings.Contains(p, "Sort") {
 				t.Errorf("%+v: plan does not walk p_validators_capacity:\n%s\n%s", c, q, p)
@@ -240,10 +240,12 @@ func TestCapacityPageUsesIndex(t *testing.T) {
 }
 
 // A page of validators sorted by a column walks that column's partial
-// index (p_validators_start, _end, _fee) and tests the filters on its
-// entries (a covering walk, PostgreSQL's index-only scan), then reads the
-// page's rows by id: a nodeIds part (LIKE) or a status that few validators
-// match never reads every validator's row (x5px: 15,000 rows per page).
+// index (p_validators_start, _end, _fee) in order, with no sort of the
+// matches. On PostgreSQL the walk is an index-only scan, which tests the
+// filters on index entries, and the page's rows are read by id: a nodeIds
+// part (LIKE) or a status that few validators match never reads every
+// validator's row (x5px: 15,000 rows per page). SQLite tests index
+// columns before reading a row in its one walk.
 func TestValidatorPageFiltersIndexEntries(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		seedRewardOwners(t, db, 3000, 300)
@@ -254,7 +256,7 @@ func TestValidatorPageFiltersIndexEntries(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		walk := "USING COVERING INDEX p_validators_"
+		walk := "USING INDEX p_validators_"
 		if db.Dialect() == store.Postgres {
 			walk = "Index Only Scan"
 		}
@@ -272,10 +274,10 @@ func TestValidatorPageFiltersIndexEntries(t *testing.T) {
 			if c.has {
 				args = append(args, int64(5), "x")
 			}
-			q := validatorPageSQL(where, sortColumn[c.vq.sortBy], "", c.desc, c.has, len(args), 10)
+			q := validatorPageSQL(db.Dialect(), where, sortColumn[c.vq.sortBy], "", c.desc, c.has, len(args), 10)
 			p := plan(t, db, q, args...)
 			if !strings.Contains(p, walk) || !strings.Contains(p, "p_validators_") || strings.Contains(p, "Seq Scan") ||
-				strings.Contains(p, "SCAN p_stakers\n") {
+				strings.Contains(p, "TEMP B-TREE") {
 				t.Errorf("%+v: the page's walk reads table rows:\n%s\n%s", c.vq, q, p)
 			}
 		}
