@@ -22,9 +22,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	"github.com/mattn/go-sqlite3"      // the writer's driver; registers "sqlite3" for the readers
+	"github.com/jackc/pgx/v5/stdlib" // also registers the "pgx" database/sql driver
+	"github.com/mattn/go-sqlite3"    // the writer's driver; registers "sqlite3" for the readers
 )
 
 // Dialect names the SQL backend.
@@ -148,10 +149,20 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 }
 
 func openPostgres(ctx context.Context, dsn string) (*DB, error) {
-	p, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: open postgres: %w", err)
+		return nil, fmt.Errorf("store: open postgres %s: %w", redact(dsn), err)
 	}
+	// Every session plans serially: the queries are short index walks, most
+	// cut by a LIMIT, and the planner may still choose a parallel plan from
+	// row counts the LIMIT never reads. Starting its workers then costs more
+	// than the walk: a listStaking page of a busy address took 14 ms with two
+	// workers and 1 ms without (x5px, docs/benchmarks.md "PostgreSQL at five
+	// million UTXOs"). A DSN that sets the parameter keeps its value.
+	if _, set := cfg.RuntimeParams[serialParam]; !set {
+		cfg.RuntimeParams[serialParam] = "0"
+	}
+	p := stdlib.OpenDB(*cfg)
 	p.SetMaxOpenConns(32)
 	p.SetMaxIdleConns(16)
 	if err := p.PingContext(ctx); err != nil {
@@ -160,6 +171,9 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 	}
 	return &DB{dialect: Postgres, write: p, read: p, dsn: dsn}, nil
 }
+
+// serialParam is the PostgreSQL setting openPostgres gives every session.
+const serialParam = "max_parallel_workers_per_gather"
 
 // redact hides a password in a connection string for error messages and logs.
 func redact(dsn string) string {

@@ -280,3 +280,41 @@ func TestWriterLock(t *testing.T) {
 		})
 	}
 }
+
+// Every PostgreSQL session plans serially (openPostgres), unless the DSN
+// sets max_parallel_workers_per_gather itself.
+func TestPostgresSessionsPlanSerially(t *testing.T) {
+	dsn := storetest.PostgresDSN(t)
+	ctx := context.Background()
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct{ dsn, want string }{
+		{dsn, "0"},
+		{dsn + sep + "max_parallel_workers_per_gather=2", "2"},
+	} {
+		db, err := store.Open(ctx, c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Several sessions of the pool at once: each one has the setting.
+		conns := make([]*sql.Conn, 3)
+		for i := range conns {
+			if conns[i], err = db.ReaderDB().Conn(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			if err := conns[i].QueryRowContext(ctx, "SHOW max_parallel_workers_per_gather").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("%s: session %d has max_parallel_workers_per_gather %s, want %s", c.dsn, i, got, c.want)
+			}
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		db.Close()
+	}
+}

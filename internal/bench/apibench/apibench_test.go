@@ -123,6 +123,16 @@ func BenchmarkAPI(b *testing.B) {
 				defer replica.Stop()
 				base = replica.Base
 			}
+			// CPU per request of the serving side: the replica's (the
+			// in-process server shares its process with the clients) and
+			// the PostgreSQL server's.
+			load := load
+			if replica != nil {
+				load.Meters = append(load.Meters, Meter{Name: "replica", Read: replica.CPU})
+			}
+			if m, ok := ServerMeter(ctx, ds.DB); ok {
+				load.Meters = append(load.Meters, m)
+			}
 			loadBefore := LoadAverage()
 			var results []Result
 			scenarios := Scenarios(m)
@@ -138,6 +148,9 @@ func BenchmarkAPI(b *testing.B) {
 					b.ReportMetric(ms(r.Max), "max-ms")
 					b.ReportMetric(r.PerSecond, "req/s")
 					b.ReportMetric(float64(r.Errors), "errors")
+					for _, u := range r.CPU {
+						b.ReportMetric(ms(u.CPU)/float64(max(r.Requests, 1)), u.Meter+"-cpu-ms/req")
+					}
 					for _, s := range r.Slowest {
 						b.Logf("slow: %.1f ms %s", ms(s.Latency), s.Path)
 					}

@@ -32,6 +32,7 @@ type Load struct {
 	Duration time.Duration // per endpoint, after the warm-up
 	Requests int           // per endpoint at most (0: no limit)
 	Warmup   int           // requests per endpoint before measuring
+	Meters   []Meter       // CPU counters of the serving side, read around the measured requests
 }
 
 // Result is what one endpoint did under Load.
@@ -46,6 +47,14 @@ type Result struct {
 	PerSecond float64
 	Elapsed   time.Duration
 	Slowest   []Timed // the slowest requests, slowest first
+	// CPU is each of Load.Meters' CPU time over the measured requests.
+	CPU []Used
+}
+
+// Used is a Meter's CPU time over a run's measured requests.
+type Used struct {
+	Meter string
+	CPU   time.Duration
 }
 
 // Timed is one request and its latency.
@@ -72,6 +81,7 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 		started time.Time
 		count   int
 		warm    = l.Warmup
+		cpu0    = make([]time.Duration, len(l.Meters))
 	)
 	// take reserves a request slot: measured (true) or warm-up (false).
 	take := func() (ok, measured bool) {
@@ -82,6 +92,9 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 			return true, false
 		}
 		if started.IsZero() {
+			for i, m := range l.Meters {
+				cpu0[i] = m.Read()
+			}
 			started = time.Now()
 		}
 		if (l.Requests > 0 && count >= l.Requests) || time.Since(started) >= l.Duration {
@@ -142,6 +155,9 @@ func Run(ctx context.Context, base string, sc Scenario, l Load, seed int64) Resu
 	res := Result{Name: sc.Name, Requests: len(samples)}
 	if !started.IsZero() {
 		res.Elapsed = time.Since(started)
+		for i, m := range l.Meters {
+			res.CPU = append(res.CPU, Used{m.Name, m.Read() - cpu0[i]})
+		}
 	}
 	lats := make([]time.Duration, 0, len(samples))
 	for _, s := range samples {

@@ -396,11 +396,29 @@ func Markdown(title string, rs []Result) string {
 	if title != "" {
 		b.WriteString(title + "\n\n")
 	}
-	b.WriteString("| Endpoint | Requests | Next pages | req/s | p50 ms | p99 ms | max ms | Errors |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| Endpoint | Requests | Next pages | req/s | p50 ms | p99 ms | max ms | Errors |")
+	// The CPU columns when the run metered the serving side (Load.Meters).
+	var meters []string
+	if len(rs) > 0 {
+		for _, u := range rs[0].CPU {
+			meters = append(meters, u.Meter)
+		}
+	}
+	for _, m := range meters {
+		b.WriteString(" " + m + " CPU ms/req |")
+	}
+	b.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|" + strings.Repeat("---:|", len(meters)) + "\n")
 	for _, r := range rs {
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.1f | %.1f | %.1f | %d |\n", r.Name, r.Requests, r.NextPages, r.PerSecond,
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f | %.1f | %.1f | %.1f | %d |", r.Name, r.Requests, r.NextPages, r.PerSecond,
 			ms(r.P50), ms(r.P99), ms(r.Max), r.Errors)
+		for i := range meters {
+			v := 0.0
+			if i < len(r.CPU) && r.Requests > 0 {
+				v = ms(r.CPU[i].CPU) / float64(r.Requests)
+			}
+			fmt.Fprintf(&b, " %.3f |", v)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

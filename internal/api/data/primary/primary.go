@@ -128,7 +128,10 @@ func Register(mux *api.Mux, d Deps) {
 	}
 }
 
-type handlers struct{ d Deps }
+type handlers struct {
+	d    Deps
+	sums tipSums // getNetworkDetails' active stake at the last tip asked
+}
 
 // chainName is the PrimaryNetworkChainName of a chain key.
 func chainName(key string) string {
