@@ -3,6 +3,7 @@ package evm
 import (
 	"context"
 	"fmt"
+	"math/bits"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -32,6 +33,17 @@ type sqliteSorted struct {
 // three sorted runs, about 10 MB held at most.
 const sortedRows = 1 << 16
 
+// sortedChunk is the rows of the next statement when n are left: 64, or
+// the largest power of two up to n. Few row counts, so few statements: each
+// is prepared once and kept (a statement of 400 rows of 7 columns is a few
+// hundred KB, and one per row count added up to 20 MB or more of RSS).
+func sortedChunk(n int) int {
+	if n >= 64 {
+		return 64
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
 // keep takes r's rows if its table is one kept; false: write them now.
 func (s *sqliteSorted) keep(r *rowSet) bool {
 	n := r.rows()
@@ -59,9 +71,8 @@ func (s *sqliteSorted) flush(ctx context.Context, tx *store.Tx) error {
 		}
 		c.sortRows()
 		spec := c.spec.sorted
-		per := spec.chunk()
-		for i := 0; i < n; i += per {
-			k := min(per, n-i)
+		for i, k := 0, 0; i < n; i += k {
+			k = sortedChunk(n - i)
 			s.buf = s.buf[:0]
 			for _, j := range c.order[i : i+k] {
 				s.buf = append(s.buf, c.vals[int(j)*w:(int(j)+1)*w]...)
