@@ -30,8 +30,10 @@ type sqliteSorted struct {
 
 // sortedRows bounds the rows kept (about 150 bytes each: values and bytes
 // copied): at 88 rows a block, a 2,000-block catch-up batch is written in
-// three sorted runs, about 10 MB held at most.
-const sortedRows = 1 << 16
+// six sorted runs, about 5 MB held at most. Twice as many took the peak RSS
+// of a catch-up, whose writer cache is 192 MiB, to 474-501 MB under load
+// (the bound is 500 MB; docs/benchmarks.md "Ninth session").
+const sortedRows = 1 << 15
 
 // sortedChunk is the rows of the next statement when n are left: 64, or
 // the largest power of two up to n. Few row counts, so few statements: each
