@@ -14,7 +14,7 @@ import (
 // at the batch's Flush, in the batch's transaction. In block order each of
 // those rows lands on its key's own leaf, at a random place in a table
 // bigger than the writer's page cache: a page-cache miss (a read and an
-// eviction) and a seek from the root per row, 6-14 µs per row at 250,000
+// eviction) and a seek from the root per row, 3.6-14 µs per row at 250,000
 // blocks against 1.4 µs for the tables keyed by block (docs/benchmarks.md,
 // "Ninth session"). In key order a leaf is read once per run of its keys.
 // Nothing reads these tables inside the batch before its Flush (the
