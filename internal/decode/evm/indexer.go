@@ -306,7 +306,9 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 
 // Flush writes the current balances the blocks applied since the last Flush
 // changed: once per key per batch, where the balance history gets a row per
-// block; on PostgreSQL also the rows kept for one COPY per batch (pgWriter).
+// block; on PostgreSQL also the rows kept for one COPY per batch (pgWriter),
+// on SQLite the address-keyed tables' rows kept to be inserted in key order
+// (sqliteSorted).
 // The pipeline calls it once per batch, before the checkpoint.
 func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
 	ix.mu.Lock()
@@ -314,6 +316,9 @@ func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
 	err := ix.w.flushBalances(ctx, tx)
 	if err == nil && tx.Dialect() == store.Postgres {
 		err = ix.w.pg.flushCopies(ctx, tx)
+	}
+	if err == nil && tx.Dialect() == store.SQLite {
+		err = ix.w.sq.flush(ctx, tx)
 	}
 	if err != nil {
 		ix.w.dropCaches()

@@ -126,6 +126,9 @@ type insertSpec struct {
 	// the inner Flush) and without a conflict clause.
 	copyBatch bool
 	copyKey   []int // column positions to sort the batch's rows by (batchCopied)
+	// sorted: the same insert with every column bound per row, for rows of
+	// many blocks in key order on SQLite (sqliteSorted); nil if no copyKey.
+	sorted *insertSpec
 
 	mu      sync.Mutex
 	queries map[int]string // SQLite: VALUES statement per row count
@@ -156,6 +159,13 @@ func batchCopied(s *insertSpec, key ...string) *insertSpec {
 			panic("evm: " + s.table + " has no column " + name) // a typo in the declarations below
 		}
 		s.copyKey = append(s.copyKey, i)
+	}
+	if len(key) > 0 {
+		cols := slices.Clone(s.cols)
+		for i := range cols {
+			cols[i].block = false
+		}
+		s.sorted = newInsert(s.table, cols, s.suffix)
 	}
 	return s
 }

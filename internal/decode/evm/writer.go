@@ -211,6 +211,7 @@ type writer struct {
 	nconPool int
 
 	pg pgWriter
+	sq sqliteSorted // SQLite: the address-keyed tables' rows, inserted in key order
 
 	// cumTxs is the chain's transaction count up to block cumAt-1 (cumAt
 	// -1: unknown, read from the previous block's row).
@@ -249,6 +250,7 @@ func newWriter(log *slog.Logger) *writer {
 		natBal:    rowSet{spec: insNativeBal},
 		natHist:   rowSet{spec: insNativeHist},
 		cumAt:     -1,
+		sq:        sqliteSorted{max: sortedRows},
 
 		internals:     rowSet{spec: insInternals},
 		addrInternals: rowSet{spec: insAddrInternals},
@@ -290,6 +292,7 @@ func (w *writer) dropCaches() {
 	clear(w.knownC)
 	clear(w.knownNFT)
 	w.pg.discard()
+	w.sq.discard()
 	w.hot, w.all = factUnknown, factUnknown
 	w.complete = false
 	w.cumAt = -1
@@ -699,9 +702,15 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 		return w.pg.write(ctx, tx, w.sets())
 	}
 	for _, r := range w.sets() {
+		if w.sq.keep(r) {
+			continue
+		}
 		if err := r.flush(ctx, tx); err != nil {
 			return err
 		}
+	}
+	if w.sq.full() {
+		return w.sq.flush(ctx, tx)
 	}
 	return nil
 }

@@ -205,11 +205,13 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 
 // Current balances and NFT ids' rows are written once per batch (Flush),
 // from what the batch's blocks left; on PostgreSQL the per-block tables are
-// loaded by one COPY per batch. Whatever the batch size, with caches emptied
-// while keys wait for the flush (they must not be read back from the table
-// then), and with a batch abandoned halfway (Discard), the tables must be
-// those of one block per transaction, and each current balance its
-// history's last.
+// loaded by one COPY per batch; on SQLite the address-keyed tables' rows are
+// kept and inserted in key order (sqliteSorted). Whatever the batch size,
+// with caches emptied while keys wait for the flush (they must not be read
+// back from the table then), with kept rows written before the batch ends,
+// and with a batch abandoned halfway (Discard), the tables must be those of
+// one block per transaction with every row written with its block, and each
+// current balance its history's last.
 func TestBalancesFlushedPerBatch(t *testing.T) {
 	gen, blocks := generated(11, 120)
 	tables := []string{
@@ -221,6 +223,8 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		"SELECT number, hash, tx_count, cumulative_txs FROM evm_blocks ORDER BY 1",
 		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, status FROM evm_txs ORDER BY 1, 2",
 		"SELECT block_number, log_index, batch_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2, 3",
+		"SELECT address, block_number, tx_index FROM evm_address_txs ORDER BY 1, 2, 3",
+		"SELECT token, token_id, block_number, owner FROM evm_nft_owner_history ORDER BY 1, 2, 3",
 	}
 	// Rows whose current balance or block is not the history's last.
 	stale := []string{
@@ -232,15 +236,20 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 			WHERE h.chain_key = b.chain_key AND h.holder = b.holder AND h.erc_type = b.erc_type AND h.token = b.token
 			AND h.token_id = b.token_id ORDER BY h.block_number DESC LIMIT 1)`,
 	}
-	newIx := func(t *testing.T, cached int) *Indexer {
+	// sorted: SQLite's kept rows written every sorted rows (0: the default;
+	// -1: none kept, each block's rows written with it).
+	newIx := func(t *testing.T, cached, sorted int) *Indexer {
 		ix := genIndexer(t, gen)
 		if cached > 0 {
 			ix.w.maxCached = cached
 		}
+		if sorted != 0 {
+			ix.w.sq.max = max(sorted, 0)
+		}
 		return ix
 	}
 	storetest.ForEachBackend(t, func(t *testing.T, perBlockDB *store.DB) {
-		indextest.Apply(t, perBlockDB, newIx(t, 0), blocks, 1)
+		indextest.Apply(t, perBlockDB, newIx(t, 0, -1), blocks, 1)
 		want := dumpTables(t, perBlockDB, tables)
 		if !strings.Contains(want[2], "\n") {
 			t.Fatal("no token balances indexed")
@@ -251,13 +260,15 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 			t.Fatalf("%d NFT ids moved after their first block (%v): the merge per batch is not exercised", moved, err)
 		}
 		cases := []struct {
-			name   string
-			cached int
-			apply  func(t *testing.T, db *store.DB, ix *Indexer)
+			name           string
+			cached, sorted int
+			apply          func(t *testing.T, db *store.DB, ix *Indexer)
 		}{
-			{"batches of 25", 0, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 25) }},
-			{"batches of 40, caches of 3", 3, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 40) }},
-			{"a batch discarded", 0, func(t *testing.T, db *store.DB, ix *Indexer) {
+			{"batches of 25", 0, 0, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 25) }},
+			{"batches of 40, caches of 3", 3, 0, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 40) }},
+			{"batches of 60, kept rows written every 50", 0, 50, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, 60) }},
+			{"one batch, kept rows written every 7", 0, 7, func(t *testing.T, db *store.DB, ix *Indexer) { indextest.Apply(t, db, ix, blocks, len(blocks)) }},
+			{"a batch discarded", 0, 50, func(t *testing.T, db *store.DB, ix *Indexer) {
 				indextest.Apply(t, db, ix, blocks[:40], 20)
 				ctx := context.Background()
 				tx, err := db.Begin(ctx)
@@ -279,7 +290,7 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				db := sameBackend(t, perBlockDB)
-				c.apply(t, db, newIx(t, c.cached))
+				c.apply(t, db, newIx(t, c.cached, c.sorted))
 				got := dumpTables(t, db, tables)
 				for i := range tables {
 					if got[i] != want[i] {

@@ -1,0 +1,96 @@
+package evm
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+
+	"github.com/permafrost-dev/permafrost/internal/store"
+)
+
+// sqliteSorted keeps, on SQLite, the rows of the address-keyed tables (the
+// insert specs with a sort key: address links, token, native and NFT owner
+// histories) and inserts them in key order, up to sortedRows at a time and
+// at the batch's Flush, in the batch's transaction. In block order each of
+// those rows lands on its key's own leaf, at a random place in a table
+// bigger than the writer's page cache: a page-cache miss (a read and an
+// eviction) and a seek from the root per row, 3.6-14 µs per row at 250,000
+// blocks against 1.4 µs for the tables keyed by block (docs/benchmarks.md,
+// "Ninth session"). In key order a leaf is read once per run of its keys.
+// Nothing reads these tables inside the batch before its Flush (the
+// PostgreSQL path loads them by COPY there: pgWriter).
+type sqliteSorted struct {
+	// kept is the PostgreSQL writer's per-batch row store (keep, sortRows,
+	// discard), used here only for those tables.
+	kept pgWriter
+	rows int // rows kept
+	max  int // rows kept before they are written; 0: written with their block
+	buf  []any
+}
+
+// sortedRows bounds the rows kept (about 150 bytes each: values and bytes
+// copied): at 88 rows a block, a 2,000-block catch-up batch is written in
+// six sorted runs, about 5 MB held at most. Twice as many took the peak RSS
+// of a catch-up, whose writer cache is 192 MiB, to 474-501 MB under load
+// (the bound is 500 MB; docs/benchmarks.md "Ninth session").
+const sortedRows = 1 << 15
+
+// sortedChunk is the rows of the next statement when n are left: 64, or
+// the largest power of two up to n. Few row counts, so few statements: each
+// is prepared once and kept (a statement of 400 rows of 7 columns is a few
+// hundred KB, and one per row count added up to 20 MB or more of RSS).
+func sortedChunk(n int) int {
+	if n >= 64 {
+		return 64
+	}
+	return 1 << (bits.Len(uint(n)) - 1)
+}
+
+// keep takes r's rows if its table is one kept; false: write them now.
+func (s *sqliteSorted) keep(r *rowSet) bool {
+	n := r.rows()
+	if s.max == 0 || r.spec.sorted == nil || n == 0 {
+		return false
+	}
+	s.kept.keep(r)
+	s.rows += n
+	return true
+}
+
+// full reports whether the kept rows are due to be written.
+func (s *sqliteSorted) full() bool { return s.max > 0 && s.rows >= s.max }
+
+// flush inserts the kept rows, table by table in key order, with multi-row
+// statements whose every column is bound per row (the rows are of many
+// blocks).
+func (s *sqliteSorted) flush(ctx context.Context, tx *store.Tx) error {
+	defer s.discard()
+	for _, c := range s.kept.copies {
+		w := len(c.spec.cols)
+		n := len(c.vals) / w
+		if n == 0 {
+			continue
+		}
+		c.sortRows()
+		spec := c.spec.sorted
+		for i, k := 0, 0; i < n; i += k {
+			k = sortedChunk(n - i)
+			s.buf = s.buf[:0]
+			for _, j := range c.order[i : i+k] {
+				s.buf = append(s.buf, c.vals[int(j)*w:(int(j)+1)*w]...)
+			}
+			_, err := tx.Exec(ctx, spec.values(k), s.buf...)
+			clear(s.buf)
+			if err != nil {
+				return fmt.Errorf("evm: insert %s: %w", c.spec.table, err)
+			}
+		}
+	}
+	return nil
+}
+
+// discard forgets the kept rows (written, or the batch is abandoned).
+func (s *sqliteSorted) discard() {
+	s.kept.discard()
+	s.rows = 0
+}
