@@ -180,11 +180,14 @@ func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		// After Commit or Rollback the connection is closed: Scan reports it.
 		return t.conn.QueryRowContext(ctx, q, args...)
 	}
+	if err := t.wait(); err != nil {
+		// Queued work failed: Scan reports its error (pgx runs the
+		// rewriter, which fails, before it sends anything).
+		return t.tx.QueryRowContext(ctx, q, pgxCall(func(context.Context, *pgx.Conn) error { return err }))
+	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
-		// A failed prepare (or queued statement: the server has aborted the
-		// transaction then) surfaces at Scan through the transaction's own
-		// QueryRow.
+		// A failed prepare surfaces at Scan through the transaction's own QueryRow.
 		return t.tx.QueryRowContext(ctx, q, args...)
 	}
 	return s.QueryRowContext(ctx, args...)

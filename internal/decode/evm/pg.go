@@ -22,9 +22,11 @@ import (
 // The tables of insert specs marked copyBatch (nothing reads them in the
 // batch's transaction before its Flush: blocks, txs, transfers, internal
 // txs, address links, balance histories, logs, NFT owner history) are not
-// written per block: their rows are kept until the batch's Flush and loaded
-// by one binary COPY per table (flushCopies), still in the batch's
-// transaction, before its checkpoint. Per block, a table's 4-40
+// written per block: their rows are kept and loaded by binary COPY, still in
+// the batch's transaction, before its checkpoint: the block-keyed tables'
+// in lots queued mid-batch (store.Tx.Queue: the server loads one lot while
+// the writer builds the next), the address-keyed tables' at the batch's
+// Flush (flushCopies), one COPY per table sorted by key. Per block, a table's 4-40
 // rows cost a statement's planning and executor start-up on the server; a
 // batch's thousands of rows in one COPY go through its multi-insert path
 // (docs/benchmarks.md, "PostgreSQL write path").
@@ -37,11 +39,17 @@ type pgWriter struct {
 	ni    int
 	nb    int
 
-	kept *pgKept      // the rows kept since the last send
-	free chan *pgKept // sent and copied, for reuse (filled by the queue's goroutine)
-	// streamRows is how many kept rows go to the server at once, mid-batch
-	// (0: streamRows): while one lot is copied the writer builds the next.
-	streamRows int
+	// kept holds the rows of the tables whose keys start with the block
+	// (no copyKey) since the last send: they go to the server in lots of
+	// streamRows, mid-batch, while the writer builds the next lot. sorted
+	// holds the address-keyed tables' rows (copyKey) for the batch's Flush:
+	// sorted over the whole batch, their index entries find more neighbours
+	// (streamed in lots, the server's CPU per block grew by a quarter on the
+	// 100,000-block base; docs/benchmarks.md, "PostgreSQL write path",
+	// ninth session).
+	kept, sorted *pgKept
+	free         chan *pgKept // sent and copied, for reuse (filled by the queue's goroutine)
+	streamRows   int          // 0: streamRows
 }
 
 // pgKept is one lot of kept rows: one pgCopy per copyBatch spec, in
@@ -54,10 +62,7 @@ type pgKept struct {
 }
 
 // streamRows is the default pgWriter.streamRows: about 100 blocks of 20 txs.
-// Each lot is sorted by key on its own (sortRows): smaller lots overlap more
-// of the batch with the writer but find fewer neighbours in the indexes
-// (docs/benchmarks.md, "PostgreSQL write path", ninth session).
-const streamRows = 16384
+const streamRows = 8192
 
 // pgCopy holds one table's rows of the batch, full rows back to back, and
 // the order to send them in.
@@ -135,10 +140,14 @@ func (c *pgCopy) Err() error { return nil }
 
 // keep appends r's rows to its table's lot, bytes copied into the arena.
 func (p *pgWriter) keep(r *rowSet) {
-	if p.kept == nil {
-		p.kept = p.lot()
+	lot := &p.kept
+	if len(r.spec.copyKey) > 0 {
+		lot = &p.sorted
 	}
-	k := p.kept
+	if *lot == nil {
+		*lot = p.lot()
+	}
+	k := *lot
 	var c *pgCopy
 	for _, x := range k.copies {
 		if x.spec == r.spec {
@@ -178,12 +187,12 @@ func (p *pgWriter) lot() *pgKept {
 // them while the writer goes on) and starts a new lot. The queued lot is
 // the queue's until copied; its COPYs run in the batch's transaction, in
 // the order sent, before anything the writer sends on tx later.
-func (p *pgWriter) send(ctx context.Context, tx *store.Tx) error {
-	k := p.kept
+func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
+	k := *lot
 	if k == nil || k.rows == 0 {
 		return nil
 	}
-	p.kept = nil
+	*lot = nil
 	if p.free == nil {
 		p.free = make(chan *pgKept, 4)
 	}
@@ -237,14 +246,19 @@ func (k *pgKept) reset() {
 // flushCopies sends the batch's last kept rows (the pipeline's next use of
 // tx, its checkpoint at the latest, waits for them and fails if a COPY did).
 func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
-	return p.send(ctx, tx)
+	if err := p.send(ctx, tx, &p.kept); err != nil {
+		return err
+	}
+	return p.send(ctx, tx, &p.sorted)
 }
 
 // discard forgets the rows kept and not sent (the batch is abandoned; the
 // lots already sent die with its transaction).
 func (p *pgWriter) discard() {
-	if p.kept != nil {
-		p.kept.reset()
+	for _, k := range []*pgKept{p.kept, p.sorted} {
+		if k != nil {
+			k.reset()
+		}
 	}
 }
 
@@ -306,7 +320,7 @@ func (p *pgWriter) sendFull(ctx context.Context, tx *store.Tx) error {
 	if p.kept == nil || p.kept.rows < limit {
 		return nil
 	}
-	return p.send(ctx, tx)
+	return p.send(ctx, tx, &p.kept)
 }
 
 // arrays turns a row set into its unnest arguments: the block values, then
