@@ -173,6 +173,19 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 	return s.QueryContext(ctx, args...)
 }
 
+// QueryCommitted runs a read of tables the transaction has not written: on
+// PostgreSQL on another connection of the pool (it sees what is committed,
+// which is then what the transaction sees), so it does not wait for queued
+// work (Queue) on the transaction's connection; on SQLite inside the
+// transaction. For what the ingest writer reads mid-batch of tables it
+// writes only at the batch's Flush (the current balances).
+func (t *Tx) QueryCommitted(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if t.db.dialect != Postgres {
+		return t.Query(ctx, q, args...)
+	}
+	return t.db.read.QueryContext(ctx, q, args...)
+}
+
 // QueryRow runs a single-row query inside the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	ctx = t.stmtCtx(ctx)
