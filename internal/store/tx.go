@@ -245,12 +245,7 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, cols []string, rows [][
 		return nil
 	}
 	if t.db.dialect == Postgres {
-		return t.Pgx(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-			if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
-				return fmt.Errorf("copy into %s: %w", table, err)
-			}
-			return nil
-		})
+		return t.Pgx(ctx, copyRows(table, cols, rows))
 	}
 	q := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ("
 	for i := range cols {
@@ -343,12 +338,17 @@ func (t *Tx) QueueCopy(ctx context.Context, table string, cols []string, rows []
 	if len(rows) == 0 {
 		return nil
 	}
-	return t.Queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+	return t.Queue(ctx, copyRows(table, cols, rows))
+}
+
+// copyRows is one COPY of rows into table's columns.
+func copyRows(table string, cols []string, rows [][]any) func(ctx context.Context, conn *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
 		if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
 			return fmt.Errorf("copy into %s: %w", table, err)
 		}
 		return nil
-	})
+	}
 }
 
 // Queue hands fn, a use of the transaction's pgx connection (PostgreSQL
