@@ -25,7 +25,8 @@ import (
 // leaves what that does not take to the driver; queries go to the driver.
 // Both keep statements prepared across transactions (writerStmtCache). On
 // PostgreSQL it is a database/sql transaction whose statements are prepared
-// once per transaction.
+// once per transaction; its bulk loads may be queued (Queue) to run on its
+// connection while the caller goes on.
 type Tx struct {
 	db *DB
 	// PostgreSQL
