@@ -630,6 +630,13 @@ func startPGWrites(b *testing.B, db *store.DB) *pgWrites {
 		b.Fatal(err)
 	}
 	w.durable = fsync == "on" && syncCommit != "off" && syncCommit != "local"
+	// The settings the figures depend on, stated with them (docs/operations.md).
+	var settings string
+	if err := db.QueryRowContext(ctx, `SELECT string_agg(name || '=' || current_setting(name), ' ' ORDER BY name) FROM pg_settings
+		WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes', 'shared_buffers', 'wal_compression', 'max_wal_size', 'checkpoint_timeout')`).Scan(&settings); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "postgres settings: %s\n", settings)
 	if os.Getenv("BENCH_PG_STATEMENTS") != "" {
 		if _, err := db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 			b.Fatalf("BENCH_PG_STATEMENTS needs %s='-c shared_preload_libraries=pg_stat_statements': %v", storetest.ServerOptionsEnv, err)

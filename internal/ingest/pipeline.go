@@ -634,13 +634,14 @@ func nextChunk(chunks <-chan chunk, wait <-chan time.Time) (chunk, bool) {
 }
 
 // applyChunk stores a chunk's raw blocks in one bulk load (COPY on
-// PostgreSQL) and indexes each block, inside tx.
+// PostgreSQL, queued: the server loads them while the blocks are indexed;
+// store.Tx.Queue) and indexes each block, inside tx.
 func applyChunk(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock) error {
 	raw := make([][]any, len(blocks))
 	for i, b := range blocks {
 		raw[i] = []any{c.Key, int64(b.Height), b.Hash, b.Timestamp, b.stored(), int64(b.Encoding)}
 	}
-	if err := tx.CopyFrom(ctx, "raw_blocks", rawBlockColumns, raw); err != nil {
+	if err := tx.QueueCopy(ctx, "raw_blocks", rawBlockColumns, raw); err != nil {
 		return fmt.Errorf("store raw blocks %d..%d: %w", blocks[0].Height, blocks[len(blocks)-1].Height, err)
 	}
 	for _, b := range blocks {

@@ -240,10 +240,27 @@ func (w *holderWriter) pairArgs(chain string, chunk []pair) []any {
 	return args
 }
 
+// selOldHoldersPG reads the pairs' current rows, the pairs passed as two
+// arrays: one primary-key probe per pair, as selHolderBalancesPG (the OR
+// chain's generic plan may walk the table with the terms as a filter).
+const selOldHoldersPG = `SELECT h.token, h.holder, h.units_key
+	FROM unnest($2::text[], $3::text[]) AS k(token, holder), LATERAL (SELECT token, holder, units_key FROM metrics_nft_holders
+	WHERE chain_key = $1 AND token = k.token AND holder = k.holder OFFSET 0) AS h`
+
 // readOld reads the pairs' current rows.
 func (w *holderWriter) readOld(ctx context.Context, tx *store.Tx, chain string, chunk []pair) error {
-	q := w.orQuery("old", len(chunk), `SELECT token, holder, units_key FROM metrics_nft_holders WHERE `, " OR ", "", pairTerm)
-	rows, err := tx.Query(ctx, q, w.pairArgs(chain, chunk)...)
+	var q string
+	var args []any
+	if tx.Dialect() == store.Postgres {
+		tokens, holders := make([]string, len(chunk)), make([]string, len(chunk))
+		for i, p := range chunk {
+			tokens[i], holders[i] = p.token, p.holder
+		}
+		q, args = selOldHoldersPG, []any{chain, tokens, holders}
+	} else {
+		q, args = w.orQuery("old", len(chunk), `SELECT token, holder, units_key FROM metrics_nft_holders WHERE `, " OR ", "", pairTerm), w.pairArgs(chain, chunk)
+	}
+	rows, err := tx.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("read holders: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,12 +25,14 @@ import (
 // leaves what that does not take to the driver; queries go to the driver.
 // Both keep statements prepared across transactions (writerStmtCache). On
 // PostgreSQL it is a database/sql transaction whose statements are prepared
-// once per transaction.
+// once per transaction; its bulk loads may be queued (Queue) to run on its
+// connection while the caller goes on.
 type Tx struct {
 	db *DB
 	// PostgreSQL
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
+	q     *txQueue // Queue's work, started by its first call
 	// SQLite
 	conn  *sql.Conn
 	named []driver.NamedValue
@@ -60,6 +63,9 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 func (t *Tx) Dialect() Dialect { return t.db.dialect }
 
 func (t *Tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if err := t.wait(); err != nil {
+		return nil, err
+	}
 	if s, ok := t.stmts[q]; ok {
 		return s, nil
 	}
@@ -168,12 +174,30 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 	return s.QueryContext(ctx, args...)
 }
 
+// QueryCommitted runs a read of tables the transaction has not written: on
+// PostgreSQL on another connection of the pool (it sees what is committed,
+// which is then what the transaction sees), so it does not wait for queued
+// work (Queue) on the transaction's connection; on SQLite inside the
+// transaction. For what the ingest writer reads mid-batch of tables it
+// writes only at the batch's Flush (the current balances).
+func (t *Tx) QueryCommitted(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if t.db.dialect != Postgres {
+		return t.Query(ctx, q, args...)
+	}
+	return t.db.read.QueryContext(ctx, q, args...)
+}
+
 // QueryRow runs a single-row query inside the transaction.
 func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	ctx = t.stmtCtx(ctx)
 	if t.conn != nil {
 		// After Commit or Rollback the connection is closed: Scan reports it.
 		return t.conn.QueryRowContext(ctx, q, args...)
+	}
+	if err := t.wait(); err != nil {
+		// Queued work failed: Scan reports its error (pgx runs the
+		// rewriter, which fails, before it sends anything).
+		return t.tx.QueryRowContext(ctx, q, pgxCall(func(context.Context, *pgx.Conn) error { return err }))
 	}
 	s, err := t.stmt(ctx, q)
 	if err != nil {
@@ -189,6 +213,14 @@ func (t *Tx) Pgx(ctx context.Context, fn func(ctx context.Context, conn *pgx.Con
 	if t.db.dialect != Postgres {
 		return errors.New("store: no pgx connection under a SQLite transaction")
 	}
+	if err := t.wait(); err != nil {
+		return err
+	}
+	return t.pgx(ctx, fn)
+}
+
+// pgx runs fn on the connection now: the caller has waited for Queue's work.
+func (t *Tx) pgx(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
 	// pgx's stdlib driver passes Exec arguments through, and pgx calls a
 	// QueryRewriter first argument with its *pgx.Conn: fn runs there, then
 	// the empty statement ";".
@@ -214,12 +246,7 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, cols []string, rows [][
 		return nil
 	}
 	if t.db.dialect == Postgres {
-		return t.Pgx(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-			if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
-				return fmt.Errorf("copy into %s: %w", table, err)
-			}
-			return nil
-		})
+		return t.Pgx(ctx, copyRows(table, cols, rows))
 	}
 	q := "INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ("
 	for i := range cols {
@@ -237,8 +264,16 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, cols []string, rows [][
 	return nil
 }
 
-// Commit commits and releases the transaction's connection.
+// Commit commits and releases the transaction's connection. It fails, and
+// rolls back, if any of Queue's work failed.
 func (t *Tx) Commit() error {
+	if t.q != nil {
+		if err := t.stopQueue(); err != nil {
+			t.closeStmts()
+			_ = t.tx.Rollback()
+			return fmt.Errorf("store: commit: %w", err)
+		}
+	}
 	if t.conn != nil {
 		if t.done {
 			return sql.ErrTxDone
@@ -273,6 +308,9 @@ func (t *Tx) Rollback() error {
 		_, err := t.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
 	}
+	if t.q != nil {
+		_ = t.stopQueue() // the caller has its own error to report
+	}
 	t.closeStmts()
 	return t.tx.Rollback()
 }
@@ -289,4 +327,111 @@ func abbreviate(q string) string {
 		return q[:77] + "..."
 	}
 	return q
+}
+
+// QueueCopy loads rows into table's columns like CopyFrom, but on PostgreSQL
+// the COPY is queued (Queue) and QueueCopy returns at once: rows must not
+// change until the transaction ends. On SQLite it is CopyFrom.
+func (t *Tx) QueueCopy(ctx context.Context, table string, cols []string, rows [][]any) error {
+	if t.db.dialect != Postgres {
+		return t.CopyFrom(ctx, table, cols, rows)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return t.Queue(ctx, copyRows(table, cols, rows))
+}
+
+// copyRows is one COPY of rows into table's columns.
+func copyRows(table string, cols []string, rows [][]any) func(ctx context.Context, conn *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows)); err != nil {
+			return fmt.Errorf("copy into %s: %w", table, err)
+		}
+		return nil
+	}
+}
+
+// Queue hands fn, a use of the transaction's pgx connection (PostgreSQL
+// only), to a goroutine of the transaction that runs queued work in order,
+// and returns without waiting for it: the server runs a batch's bulk loads
+// while the ingest writer builds the next rows (docs/benchmarks.md,
+// "PostgreSQL write path", ninth session). A connection runs one statement
+// at a time, so every other use of the transaction (Exec, Query, QueryRow,
+// Pgx, CopyFrom, Commit, Rollback) first waits until the queue is empty: a
+// statement sees the rows of all work queued before it, in order. The
+// first failure is the transaction's: Queue and every later use return it,
+// later work is skipped, and Commit rolls back. Queue blocks while
+// queueDepth calls wait (backpressure: the rows they hold are bounded).
+// fn runs with ctx, which must last until the transaction ends.
+func (t *Tx) Queue(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	if t.db.dialect != Postgres {
+		return errors.New("store: no queue under a SQLite transaction")
+	}
+	if t.q == nil {
+		t.q = &txQueue{work: make(chan queued, queueDepth)}
+		t.q.stopped.Add(1)
+		go t.q.run(t)
+	}
+	if err := t.q.failed(); err != nil {
+		return err
+	}
+	t.q.pending.Add(1)
+	t.q.work <- queued{ctx: ctx, fn: fn}
+	return nil
+}
+
+// queueDepth is how many Queue calls may wait behind the one running.
+const queueDepth = 2
+
+// txQueue runs a transaction's queued work in order on one goroutine.
+type txQueue struct {
+	work    chan queued
+	pending sync.WaitGroup // queued and not finished
+	stopped sync.WaitGroup // the goroutine
+	mu      sync.Mutex
+	err     error // the first failure
+}
+
+type queued struct {
+	ctx context.Context
+	fn  func(ctx context.Context, conn *pgx.Conn) error
+}
+
+func (q *txQueue) run(t *Tx) {
+	defer q.stopped.Done()
+	for w := range q.work {
+		if q.failed() == nil {
+			if err := t.pgx(w.ctx, w.fn); err != nil {
+				q.mu.Lock()
+				q.err = fmt.Errorf("queued: %w", err)
+				q.mu.Unlock()
+			}
+		}
+		q.pending.Done()
+	}
+}
+
+func (q *txQueue) failed() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.err
+}
+
+// wait returns once the queued work has run, with its failure if any.
+func (t *Tx) wait() error {
+	if t.q == nil {
+		return nil
+	}
+	t.q.pending.Wait()
+	return t.q.failed()
+}
+
+// stopQueue waits for the queued work and ends the queue's goroutine.
+func (t *Tx) stopQueue() error {
+	err := t.wait()
+	close(t.q.work)
+	t.q.stopped.Wait()
+	t.q = nil
+	return err
 }

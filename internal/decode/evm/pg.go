@@ -22,9 +22,11 @@ import (
 // The tables of insert specs marked copyBatch (nothing reads them in the
 // batch's transaction before its Flush: blocks, txs, transfers, internal
 // txs, address links, balance histories, logs, NFT owner history) are not
-// written per block: their rows are kept until the batch's Flush and loaded
-// by one binary COPY per table (flushCopies), still in the batch's
-// transaction, before its checkpoint. Per block, a table's 4-40
+// written per block: their rows are kept and loaded by binary COPY, still in
+// the batch's transaction, before its checkpoint: the block-keyed tables'
+// in lots queued mid-batch (store.Tx.Queue: the server loads one lot while
+// the writer builds the next), the address-keyed tables' at the batch's
+// Flush (flushCopies), one COPY per table sorted by key. Per block, a table's 4-40
 // rows cost a statement's planning and executor start-up on the server; a
 // batch's thousands of rows in one COPY go through its multi-insert path
 // (docs/benchmarks.md, "PostgreSQL write path").
@@ -37,9 +39,30 @@ type pgWriter struct {
 	ni    int
 	nb    int
 
-	copies []*pgCopy // one per copyBatch spec, in first-use order
-	arena  []byte    // the copies' byte values (the parsed block is reused)
+	// kept holds the rows of the tables whose keys start with the block
+	// (no copyKey) since the last send: they go to the server in lots of
+	// streamRows, mid-batch, while the writer builds the next lot. sorted
+	// holds the address-keyed tables' rows (copyKey) for the batch's Flush:
+	// sorted over the whole batch, their index entries find more neighbours
+	// (streamed in lots, the server's CPU per block grew by a quarter on the
+	// 100,000-block base; docs/benchmarks.md, "PostgreSQL write path",
+	// ninth session).
+	kept, sorted *pgKept
+	free         chan *pgKept // sent and copied, for reuse (filled by the queue's goroutine)
+	streamRows   int          // 0: streamRows
 }
+
+// pgKept is one lot of kept rows: one pgCopy per copyBatch spec, in
+// first-use order, and their byte values, copied into one arena (the parsed
+// block is reused).
+type pgKept struct {
+	copies []*pgCopy
+	arena  []byte
+	rows   int
+}
+
+// streamRows is the default pgWriter.streamRows: about 100 blocks of 20 txs.
+const streamRows = 8192
 
 // pgCopy holds one table's rows of the batch, full rows back to back, and
 // the order to send them in.
@@ -115,11 +138,18 @@ func compareValue(a, b any) int {
 
 func (c *pgCopy) Err() error { return nil }
 
-// keep appends r's rows to its table's batch buffer, bytes copied into the
-// arena.
+// keep appends r's rows to its table's lot, bytes copied into the arena.
 func (p *pgWriter) keep(r *rowSet) {
+	lot := &p.kept
+	if len(r.spec.copyKey) > 0 {
+		lot = &p.sorted
+	}
+	if *lot == nil {
+		*lot = p.lot()
+	}
+	k := *lot
 	var c *pgCopy
-	for _, x := range p.copies {
+	for _, x := range k.copies {
 		if x.spec == r.spec {
 			c = x
 			break
@@ -127,25 +157,65 @@ func (p *pgWriter) keep(r *rowSet) {
 	}
 	if c == nil {
 		c = &pgCopy{spec: r.spec}
-		p.copies = append(p.copies, c)
+		k.copies = append(k.copies, c)
 	}
 	start := len(c.vals)
 	for i := range r.rows() {
 		c.vals = r.fullRow(c.vals, i)
 	}
+	k.rows += r.rows()
 	for i, v := range c.vals[start:] {
 		if b, ok := v.([]byte); ok && b != nil {
-			n := len(p.arena)
-			p.arena = append(p.arena, b...)
-			c.vals[start+i] = p.arena[n:len(p.arena):len(p.arena)]
+			n := len(k.arena)
+			k.arena = append(k.arena, b...)
+			c.vals[start+i] = k.arena[n:len(k.arena):len(k.arena)]
 		}
 	}
 }
 
-// flushCopies loads the batch's kept rows, one COPY per table.
-func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
-	defer p.discard()
-	for _, c := range p.copies {
+// lot is an empty lot: one the queue has copied, or a new one.
+func (p *pgWriter) lot() *pgKept {
+	select {
+	case k := <-p.free:
+		return k
+	default:
+		return new(pgKept)
+	}
+}
+
+// send queues the kept rows' COPYs on tx (store.Tx.Queue: the server loads
+// them while the writer goes on) and starts a new lot. The queued lot is
+// the queue's until copied; its COPYs run in the batch's transaction, in
+// the order sent, before anything the writer sends on tx later.
+func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
+	k := *lot
+	if k == nil || k.rows == 0 {
+		return nil
+	}
+	*lot = nil
+	if p.free == nil {
+		p.free = make(chan *pgKept, 4)
+	}
+	free := p.free
+	err := tx.Queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+		defer func() {
+			k.reset()
+			select {
+			case free <- k:
+			default:
+			}
+		}()
+		return k.copy(ctx, conn)
+	})
+	if err != nil {
+		return fmt.Errorf("evm: %w", err)
+	}
+	return nil
+}
+
+// copy loads the lot, one COPY per table, each sorted by the table's key.
+func (k *pgKept) copy(ctx context.Context, conn *pgx.Conn) error {
+	for _, c := range k.copies {
 		if len(c.vals) == 0 {
 			continue
 		}
@@ -155,26 +225,41 @@ func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
 		for i, col := range c.spec.cols {
 			cols[i] = col.name
 		}
-		err := tx.Pgx(ctx, func(ctx context.Context, conn *pgx.Conn) error {
-			_, err := conn.CopyFrom(ctx, pgx.Identifier{c.spec.table}, cols, c)
-			return err
-		})
-		if err != nil {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.spec.table}, cols, c); err != nil {
 			return fmt.Errorf("evm: copy into %s: %w", c.spec.table, err)
 		}
 	}
 	return nil
 }
 
-// discard forgets the kept rows (flushed, or the batch is abandoned).
-func (p *pgWriter) discard() {
-	for _, c := range p.copies {
+// reset empties the lot for reuse: nothing points into its arena after.
+func (k *pgKept) reset() {
+	for _, c := range k.copies {
 		clear(c.vals)
 		c.vals = c.vals[:0]
 		c.order = c.order[:0]
 	}
-	// A fresh arena: the copied rows' slices point into the old one.
-	p.arena = nil
+	k.arena = k.arena[:0]
+	k.rows = 0
+}
+
+// flushCopies sends the batch's last kept rows (the pipeline's next use of
+// tx, its checkpoint at the latest, waits for them and fails if a COPY did).
+func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
+	if err := p.send(ctx, tx, &p.kept); err != nil {
+		return err
+	}
+	return p.send(ctx, tx, &p.sorted)
+}
+
+// discard forgets the rows kept and not sent (the batch is abandoned; the
+// lots already sent die with its transaction).
+func (p *pgWriter) discard() {
+	for _, k := range []*pgKept{p.kept, p.sorted} {
+		if k != nil {
+			k.reset()
+		}
+	}
 }
 
 // write queues every non-empty row set and runs the batch in tx.
@@ -207,7 +292,7 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		p.batch.Queue(r.spec.unnest, args...)
 	}
 	if len(tables) == 0 {
-		return nil
+		return p.sendFull(ctx, tx)
 	}
 	run := func(ctx context.Context, conn *pgx.Conn) error {
 		br := conn.SendBatch(ctx, &p.batch)
@@ -223,7 +308,19 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 	if err := tx.Pgx(ctx, run); err != nil {
 		return fmt.Errorf("evm: write block: %w", err)
 	}
-	return nil
+	return p.sendFull(ctx, tx)
+}
+
+// sendFull sends the kept rows once they are streamRows or more.
+func (p *pgWriter) sendFull(ctx context.Context, tx *store.Tx) error {
+	limit := p.streamRows
+	if limit == 0 {
+		limit = streamRows
+	}
+	if p.kept == nil || p.kept.rows < limit {
+		return nil
+	}
+	return p.send(ctx, tx, &p.kept)
 }
 
 // arrays turns a row set into its unnest arguments: the block values, then

@@ -982,8 +982,12 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	return nil
 }
 
+// readNative and readTokens read the current balances (PostgreSQL) outside
+// the batch's transaction (store.Tx.QueryCommitted): the batch writes them
+// only at its Flush, and its connection may be busy with the batch's queued
+// COPYs (pgWriter), which these reads need not wait for.
 func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ...any) error {
-	rows, err := tx.Query(ctx, q, args...)
+	rows, err := tx.QueryCommitted(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("evm: read native balances: %w", err)
 	}
@@ -1010,7 +1014,7 @@ func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ..
 }
 
 func (w *writer) readTokens(ctx context.Context, tx *store.Tx, q string, args ...any) error {
-	rows, err := tx.Query(ctx, q, args...)
+	rows, err := tx.QueryCommitted(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("evm: read token balances: %w", err)
 	}

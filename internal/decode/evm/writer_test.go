@@ -248,6 +248,36 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 		}
 		return ix
 	}
+	// streamed: on PostgreSQL the kept rows go to the server in lots of
+	// lot rows, queued mid-batch (pgWriter.send); with readBack every block
+	// reads its predecessor's evm_blocks row back (cumulate, as after a
+	// restart): a row a queued COPY wrote, which the read must wait for.
+	streamed := func(lot int, readBack bool) func(t *testing.T, db *store.DB, ix *Indexer) {
+		return func(t *testing.T, db *store.DB, ix *Indexer) {
+			ix.w.pg.streamRows = lot
+			ctx := context.Background()
+			for i := 0; i < len(blocks); i += 40 {
+				tx, err := db.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range blocks[i:min(i+40, len(blocks))] {
+					if readBack && b.Height > 0 {
+						ix.w.cumAt = -1
+					}
+					if err := ix.Apply(ctx, tx, b); err != nil {
+						t.Fatalf("apply %d: %v", b.Height, err)
+					}
+				}
+				if err := ingest.Flush(ctx, ix, tx); err != nil {
+					t.Fatal(err)
+				}
+				if err := tx.Commit(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
 	storetest.ForEachBackend(t, func(t *testing.T, perBlockDB *store.DB) {
 		indextest.Apply(t, perBlockDB, newIx(t, 0, -1), blocks, 1)
 		want := dumpTables(t, perBlockDB, tables)
@@ -286,6 +316,8 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 				}
 				indextest.Apply(t, db, ix, blocks[40:], 30)
 			}},
+			{"batches of 40 in lots of 50 rows, caches of 3", 3, streamed(50, false)},
+			{"lots of one block, each block reading the last one's row", 0, streamed(1, true)},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
