@@ -147,7 +147,12 @@ func (p *pgWriter) keep(r *rowSet) {
 	if *lot == nil {
 		*lot = p.lot()
 	}
-	k := *lot
+	(*lot).add(r)
+}
+
+// add appends r's rows to its table's rows in the lot, bytes copied into
+// the arena.
+func (k *pgKept) add(r *rowSet) {
 	var c *pgCopy
 	for _, x := range k.copies {
 		if x.spec == r.spec {

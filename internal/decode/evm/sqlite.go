@@ -20,10 +20,9 @@ import (
 // Nothing reads these tables inside the batch before its Flush (the
 // PostgreSQL path loads them by COPY there: pgWriter).
 type sqliteSorted struct {
-	// kept is the PostgreSQL writer's per-batch row store (keep, sortRows,
-	// discard), used here only for those tables.
-	kept pgWriter
-	rows int // rows kept
+	// kept is a lot of the PostgreSQL writer's row store (add, sortRows,
+	// reset), used here only for those tables.
+	kept pgKept
 	max  int // rows kept before they are written; 0: written with their block
 	buf  []any
 }
@@ -52,13 +51,12 @@ func (s *sqliteSorted) keep(r *rowSet) bool {
 	if s.max == 0 || r.spec.sorted == nil || n == 0 {
 		return false
 	}
-	s.kept.keep(r)
-	s.rows += n
+	s.kept.add(r)
 	return true
 }
 
 // full reports whether the kept rows are due to be written.
-func (s *sqliteSorted) full() bool { return s.max > 0 && s.rows >= s.max }
+func (s *sqliteSorted) full() bool { return s.max > 0 && s.kept.rows >= s.max }
 
 // flush inserts the kept rows, table by table in key order, with multi-row
 // statements whose every column is bound per row (the rows are of many
@@ -91,6 +89,5 @@ func (s *sqliteSorted) flush(ctx context.Context, tx *store.Tx) error {
 
 // discard forgets the kept rows (written, or the batch is abandoned).
 func (s *sqliteSorted) discard() {
-	s.kept.discard()
-	s.rows = 0
+	s.kept.reset()
 }

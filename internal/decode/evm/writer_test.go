@@ -316,8 +316,8 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 				}
 				indextest.Apply(t, db, ix, blocks[40:], 30)
 			}},
-			{"batches of 40 in lots of 50 rows, caches of 3", 3, streamed(50, false)},
-			{"lots of one block, each block reading the last one's row", 0, streamed(1, true)},
+			{"batches of 40 in lots of 50 rows, caches of 3", 3, 0, streamed(50, false)},
+			{"lots of one block, each block reading the last one's row", 0, 0, streamed(1, true)},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
