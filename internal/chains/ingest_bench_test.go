@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -28,6 +27,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testing/proccpu"
 )
 
 // nodeEnv makes the test binary act as the benchmark's JSON-RPC node (see
@@ -182,7 +182,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				size0 := databaseSize(b, db)
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
-				node0 := pidCPU(nodePID)
+				node0 := proccpu.Process(nodePID)
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(ctx); err != nil || context.Cause(ctx) != nil {
@@ -211,7 +211,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				}
 				cancel(nil)
 				cpu += cpuTime() - cpu0 - iterBuildCPU
-				nodeCPU += pidCPU(nodePID) - node0
+				nodeCPU += proccpu.Process(nodePID) - node0
 				written += writtenBytes() - io0 - iterBuildWritten
 				server += srv.used() - iterBuildServer
 				pgStats.add(pgw.stop(b))
@@ -319,15 +319,6 @@ func startNode(b *testing.B, first, n int) (url string, pid int) {
 	return "http://" + strings.TrimSpace(line), cmd.Process.Pid
 }
 
-// pidCPU is a process's CPU time so far (user + system).
-func pidCPU(pid int) time.Duration {
-	st, ok := procStat(pid)
-	if !ok {
-		return 0
-	}
-	return time.Duration(st.self) * time.Second / 100 // USER_HZ
-}
-
 // runNode is the node process: it generates the blocks ("first:n" in
 // nodeEnv), serves them on a loopback port it prints, and exits when stdin
 // closes.
@@ -413,72 +404,29 @@ func cpuTime() time.Duration {
 // serverCPU measures the CPU time of a PostgreSQL cluster's processes: the
 // postmaster (with its reaped children) and its live children.
 type serverCPU struct {
-	postmaster int
-	start      time.Duration
+	srv   proccpu.Server // zero: no server figure
+	start time.Duration
 }
 
 func newServerCPU(b *testing.B, db *store.DB) *serverCPU {
-	if db.Dialect() != store.Postgres {
-		return &serverCPU{}
-	}
-	var pid int
-	if err := db.QueryRowContext(context.Background(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+	srv, ok, err := proccpu.FindServer(context.Background(), db)
+	if err != nil {
 		b.Fatal(err)
 	}
-	st, ok := procStat(pid)
 	if !ok {
-		return &serverCPU{} // not on this machine's /proc: no server figure
+		return &serverCPU{} // SQLite, or not on this machine's /proc: no server figure
 	}
-	s := &serverCPU{postmaster: st.ppid}
 	if os.Getenv("BENCH_LOG") != "" {
-		fmt.Fprintf(os.Stderr, "postgres: postmaster pid %d, backend pid %d\n", st.ppid, pid)
+		fmt.Fprintf(os.Stderr, "postgres: postmaster pid %d, backend pid %d\n", srv.Postmaster, srv.Backend)
 	}
-	s.start = s.total()
-	return s
+	return &serverCPU{srv: srv, start: srv.CPU()}
 }
 
 func (s *serverCPU) used() time.Duration {
-	if s.postmaster == 0 {
+	if s.srv.Postmaster == 0 {
 		return 0
 	}
-	return s.total() - s.start
-}
-
-func (s *serverCPU) total() time.Duration {
-	pm, ok := procStat(s.postmaster)
-	if !ok {
-		return 0
-	}
-	ticks := pm.self + pm.children
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		if st, ok := procStat(pid); ok && st.ppid == s.postmaster {
-			ticks += st.self
-		}
-	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
-}
-
-type stat struct {
-	ppid           int
-	self, children int64 // utime+stime, cutime+cstime (clock ticks)
-}
-
-func procStat(pid int) (stat, bool) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return stat{}, false
-	}
-	// The command name (field 2) may hold spaces; fields restart after ')'.
-	s := string(raw)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 15 {
-		return stat{}, false
-	}
-	num := func(i int) int64 { v, _ := strconv.ParseInt(f[i], 10, 64); return v }
-	// f[0] is field 3 (state): ppid is field 4, utime..cstime fields 14..17.
-	return stat{ppid: int(num(1)), self: num(11) + num(12), children: num(13) + num(14)}, true
+	return s.srv.CPU() - s.start
 }
 
 // writtenBytes is what this process has passed to write calls so far
