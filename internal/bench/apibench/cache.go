@@ -16,6 +16,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testing/proccpu"
 )
 
 // Cache holds the generated databases between runs: Dir/sqlite/ (the
@@ -172,8 +173,11 @@ func sampleStrings(ctx context.Context, db *store.DB, q string, dst *[]string) e
 }
 
 // OpenPostgres starts the cached PostgreSQL cluster and opens its dataset;
-// without one, it creates the cluster and copies the SQLite dataset of cfg
-// into it (the same rows, so both backends answer the same queries).
+// without one, it creates the cluster and fills it: by copying the SQLite
+// dataset of cfg when the cache holds one, else by generating the dataset
+// in the cluster itself (generatePostgres), so that a large one never needs
+// the SQLite file beside it. The generator is seeded, so both ways give
+// the same rows and both backends answer the same queries.
 func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) {
 	dir := filepath.Join(c.Dir, "postgres")
 	m, err := readManifest(dir)
@@ -191,7 +195,16 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		return nil, err
 	}
 	ds := &Dataset{Backend: "postgres", close: []func(){pg.stop}}
-	if fresh {
+	if fresh && !c.hasSQLite(cfg) {
+		if m, err = c.generatePostgres(ctx, pg, cfg); err != nil {
+			ds.Close()
+			return nil, err
+		}
+		if err := writeManifest(dir, m); err != nil {
+			ds.Close()
+			return nil, err
+		}
+	} else if fresh {
 		c.Log.Info("copying the SQLite dataset into PostgreSQL", "dir", dir)
 		src, err := c.OpenSQLite(ctx, cfg)
 		if err != nil {
@@ -261,6 +274,51 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 	ds.DB, ds.DSN, ds.Manifest = db, pg.dsn(), m
 	ds.close = append(ds.close, func() { db.Close() })
 	return ds, nil
+}
+
+// hasSQLite reports whether the cache holds the SQLite dataset of cfg.
+func (c *Cache) hasSQLite(cfg Config) bool {
+	m, err := readManifest(filepath.Join(c.Dir, "sqlite"))
+	return err == nil && m.Version == Version && m.Config == cfg
+}
+
+// generatePostgres generates the dataset of cfg into a new database of pg:
+// the bulk path (Generate: large transactions, the deferred indexes built
+// after the last row), then VACUUM ANALYZE, the statistics and visibility
+// map autovacuum gives an operator's database after a load. It logs the
+// wall time and the CPU time of this process and of the server.
+func (c *Cache) generatePostgres(ctx context.Context, pg *pgCluster, cfg Config) (*Manifest, error) {
+	c.Log.Info("generating the dataset in PostgreSQL", "dir", pg.dir)
+	if err := pg.createDB(ctx); err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, pg.dsn())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	server, ok := ServerMeter(ctx, db)
+	if !ok {
+		server = Meter{Read: func() time.Duration { return 0 }}
+	}
+	start, self0, server0 := time.Now(), proccpu.Process(os.Getpid()), server.Read()
+	m, err := Generate(ctx, db, cfg, c.Log)
+	if err != nil {
+		return nil, fmt.Errorf("generate in postgres: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
+		return nil, fmt.Errorf("vacuum analyze: %w", err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&m.DatabaseBytes); err != nil {
+		return nil, fmt.Errorf("database size: %w", err)
+	}
+	c.Log.Info("generated in PostgreSQL", "elapsed", time.Since(start).Round(time.Second),
+		"cpu", (proccpu.Process(os.Getpid()) - self0).Round(time.Second), "server_cpu", (server.Read() - server0).Round(time.Second),
+		"bytes", m.DatabaseBytes)
+	return m, nil
 }
 
 // pgCluster is a PostgreSQL server on a cluster directory kept between

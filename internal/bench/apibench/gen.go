@@ -40,8 +40,9 @@ type batching struct {
 	// generation (PRAGMA cache_size), so that a batch's pages stay in memory
 	// until its commit.
 	cacheKiB int
-	// deferIndexes: on SQLite, deferredIndexes are dropped before the first
-	// row and built after the last.
+	// deferIndexes: deferredIndexes are dropped before the first row and
+	// built after the last (on PostgreSQL concurrently, as the bulk
+	// catch-up builds them: store.BuildDeferredIndexes).
 	deferIndexes bool
 }
 
@@ -102,8 +103,9 @@ func generate(ctx context.Context, db *store.DB, cfg Config, batch batching, log
 		return nil, err
 	}
 	// The bulk catch-up's mechanism (store.DeferIndexes) with this longer
-	// list: nothing reads the dataset until it is built.
-	deferred := batch.deferIndexes && db.Dialect() == store.SQLite
+	// list: nothing reads the dataset until it is built. Both backends: a
+	// PostgreSQL dataset is generated in place too (Cache.OpenPostgres).
+	deferred := batch.deferIndexes
 	if deferred {
 		if _, err := db.DeferIndexes(ctx, deferredIndexes); err != nil {
 			return nil, err
