@@ -14,7 +14,8 @@ import (
 // TestBulkGenerationMatchesIngestBatches generates the smoke dataset twice
 // on each backend, in the ingest driver's transactions (100 EVM blocks, 20
 // P/X blocks) and in the generator's bulk ones (2,000 and 400 blocks, a
-// 1 GiB SQLite writer cache), and compares every table row for row: the
+// 1 GiB SQLite writer cache, the deferred indexes dropped and built again
+// on both backends), and compares every table row for row: the
 // indexers carry state across the blocks of a transaction (the EVM
 // balances flushed at its end), so a larger transaction could write other
 // rows. Left out: the checkpoints' wall-clock updated_at and the migrations'
