@@ -346,6 +346,9 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if tx.Dialect() == store.SQLite {
+		ix.w.sq.sortAhead() // sorted while the balances are written
+	}
 	err := ix.w.flushBalances(ctx, tx)
 	if err == nil && tx.Dialect() == store.Postgres {
 		err = ix.w.pg.flushCopies(ctx, tx)

@@ -746,10 +746,7 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 			return err
 		}
 	}
-	if w.sq.full() {
-		return w.sq.flush(ctx, tx)
-	}
-	return nil
+	return w.sq.write(ctx, tx)
 }
 
 // cumulate sets the block row's cumulative_txs (EvmBlock.cumulativeTransactions):
