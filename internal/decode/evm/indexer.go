@@ -154,6 +154,7 @@ type Indexer struct {
 	blk      block
 	rows     *blockRows // blk's, for blocks not prepared
 	prepared sync.Pool  // of *preparedBlock, for Prepare
+	rowsPool sync.Pool  // of *blockRows, for Collect
 	w        *writer
 	applied  bool                    // a block was applied since the caches were dropped
 	last     uint64                  // its height
@@ -161,37 +162,55 @@ type Indexer struct {
 	minters  map[common.Address]bool // Config.Minters, for blockRows
 }
 
-// preparedBlock is a block parsed, and its rows collected, by Prepare.
+// preparedBlock is a block parsed by Prepare, and its rows once collected
+// (Collect; nil before).
 type preparedBlock struct {
 	b    block
 	rows *blockRows
 }
 
 var (
-	_ ingest.Batcher  = (*Indexer)(nil)
-	_ ingest.Preparer = (*Indexer)(nil)
+	_ ingest.Batcher   = (*Indexer)(nil)
+	_ ingest.Preparer  = (*Indexer)(nil)
+	_ ingest.Collector = (*Indexer)(nil)
 )
 
-// Prepare parses the block and collects its rows ahead of Apply
-// (ingest.Preparer), on the prefetcher's goroutine: what Apply is left with
-// is what depends on the writer's state, and the statements. On an error it
-// leaves the block unprepared: Apply parses and collects again and reports
-// the error.
+// Prepare parses the block ahead of Apply (ingest.Preparer): parsing is a
+// tenth of Apply's time. On a parse error it leaves the block unprepared:
+// Apply parses again and reports the error.
 func (ix *Indexer) Prepare(rb *ingest.RawBlock) {
 	p, _ := ix.prepared.Get().(*preparedBlock)
 	if p == nil {
-		p = &preparedBlock{rows: ix.newRows()}
+		p = new(preparedBlock)
 	}
 	if err := p.b.parse(rb.Bytes); err != nil {
 		ix.prepared.Put(p)
 		return
 	}
-	p.rows.begin(ix.cfg.ChainKey, &p.b)
-	if err := p.rows.collect(); err != nil {
-		ix.prepared.Put(p)
+	rb.Prepared = p
+}
+
+// Collect builds a prepared block's rows and balance deltas, which depend on
+// the block alone (ingest.Collector), while the block before it is applied:
+// Apply is left with what depends on the writer's state, and the
+// statements. On an error it leaves the rows to Apply, which reports it.
+// Rows are a few tens of KB a block: only the blocks between Collect and
+// Apply hold them (ingest.ApplyBlocks), not a whole chunk.
+func (ix *Indexer) Collect(rb *ingest.RawBlock) {
+	p, ok := rb.Prepared.(*preparedBlock)
+	if !ok || p.rows != nil {
 		return
 	}
-	rb.Prepared = p
+	rows, _ := ix.rowsPool.Get().(*blockRows)
+	if rows == nil {
+		rows = ix.newRows()
+	}
+	rows.begin(ix.cfg.ChainKey, &p.b)
+	if err := rows.collect(); err != nil {
+		ix.rowsPool.Put(rows)
+		return
+	}
+	p.rows = rows
 }
 
 func (ix *Indexer) newRows() *blockRows {
@@ -270,7 +289,13 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 		// Nothing refers to the parsed block or its rows after Apply: its
 		// rows are written (or copied by the kept-row stores), and log sinks
 		// keep no Log past their call.
-		defer ix.prepared.Put(p)
+		defer func() {
+			if p.rows != nil {
+				ix.rowsPool.Put(p.rows)
+				p.rows = nil
+			}
+			ix.prepared.Put(p)
+		}()
 		b, rows = &p.b, p.rows
 	} else {
 		b = &ix.blk
@@ -292,7 +317,7 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 			}
 		}
 	}
-	if !prepared {
+	if rows == nil {
 		if ix.rows == nil {
 			ix.rows = ix.newRows()
 		}
