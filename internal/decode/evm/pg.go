@@ -103,8 +103,8 @@ func (c *pgCopy) sortRows() {
 	if len(key) == 0 {
 		return
 	}
-	// Stable by the row number as the last key: pdqsort (SortFunc) takes a
-	// third of the time of SortStableFunc's insertion sorts and merges.
+	// Stable by the row number as the last key: pdqsort (SortFunc) takes
+	// about a sixth less CPU than SortStableFunc's insertion sorts and merges.
 	slices.SortFunc(c.order, func(a, b int32) int {
 		ra, rb := c.vals[int(a)*w:], c.vals[int(b)*w:]
 		for _, k := range key {
