@@ -5,6 +5,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -65,13 +66,60 @@ type Preparer interface {
 	Prepare(b *RawBlock)
 }
 
-// Prepare runs ix's Prepare on each block if it is a Preparer.
+// Collector is a Preparer with a second stage whose result is too big to
+// hold for a whole chunk of blocks (a block's rows): Collect runs on a
+// goroutine of its own, at most one block ahead of Apply (ApplyBlocks), on a
+// block Prepare left in b.Prepared. It needs no store; Apply does itself what
+// Collect did not (a block not collected, or one Collect failed on).
+type Collector interface {
+	Collect(b *RawBlock)
+}
+
+// Prepare runs ix's Prepare on each block if it is a Preparer, and the
+// first block's Collect if it is a Collector (ApplyBlocks collects each next
+// block while one is applied: the first has no block before it).
 func Prepare(ix Indexer, blocks []RawBlock) {
 	if p, ok := ix.(Preparer); ok {
 		for i := range blocks {
 			p.Prepare(&blocks[i])
 		}
 	}
+	if c, ok := ix.(Collector); ok && len(blocks) > 0 {
+		c.Collect(&blocks[0])
+	}
+}
+
+// ApplyBlocks applies blocks in order, in tx. If ix is a Collector, each
+// block's Collect runs on a goroutine of its own while the block before it
+// is applied: the writer, the pipeline's critical path, is left with what
+// depends on its state and the statements (docs/benchmarks.md "Tenth
+// session").
+func ApplyBlocks(ctx context.Context, tx *store.Tx, ix Indexer, blocks []RawBlock) error {
+	c, collects := ix.(Collector)
+	var ahead chan struct{}
+	defer func() {
+		if ahead != nil {
+			<-ahead // nothing outlives the call: the caller may Discard
+		}
+	}()
+	for i := range blocks {
+		if ahead != nil {
+			<-ahead
+			ahead = nil
+		}
+		if collects && i+1 < len(blocks) {
+			done := make(chan struct{})
+			go func(b *RawBlock) {
+				defer close(done)
+				c.Collect(b)
+			}(&blocks[i+1])
+			ahead = done
+		}
+		if err := ix.Apply(ctx, tx, blocks[i]); err != nil {
+			return fmt.Errorf("index block %d: %w", blocks[i].Height, err)
+		}
+	}
+	return nil
 }
 
 // Flush runs ix's Flush if it is a Batcher.

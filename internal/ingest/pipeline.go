@@ -644,12 +644,7 @@ func applyChunk(ctx context.Context, tx *store.Tx, c Chain, blocks []RawBlock) e
 	if err := tx.QueueCopy(ctx, "raw_blocks", rawBlockColumns, raw); err != nil {
 		return fmt.Errorf("store raw blocks %d..%d: %w", blocks[0].Height, blocks[len(blocks)-1].Height, err)
 	}
-	for _, b := range blocks {
-		if err := c.Indexer.Apply(ctx, tx, b); err != nil {
-			return fmt.Errorf("index block %d: %w", b.Height, err)
-		}
-	}
-	return nil
+	return ApplyBlocks(ctx, tx, c.Indexer, blocks)
 }
 
 // committed records a committed batch: progress, rate, the periodic log line

@@ -150,33 +150,71 @@ type Indexer struct {
 	cfg Config
 	log *slog.Logger
 
-	mu      sync.Mutex
-	blk     block
-	parsed  sync.Pool // of *block, for Prepare
-	w       *writer
-	applied bool   // a block was applied since the caches were dropped
-	last    uint64 // its height
-	logBuf  []Log  // reused by sinkLogs
+	mu       sync.Mutex
+	blk      block
+	rows     *blockRows // blk's, for blocks not prepared
+	prepared sync.Pool  // of *preparedBlock, for Prepare
+	rowsPool sync.Pool  // of *blockRows, for Collect
+	w        *writer
+	applied  bool                    // a block was applied since the caches were dropped
+	last     uint64                  // its height
+	logBuf   []Log                   // reused by sinkLogs
+	minters  map[common.Address]bool // Config.Minters, for blockRows
+}
+
+// preparedBlock is a block parsed by Prepare, and its rows once collected
+// (Collect; nil before).
+type preparedBlock struct {
+	b    block
+	rows *blockRows
 }
 
 var (
-	_ ingest.Batcher  = (*Indexer)(nil)
-	_ ingest.Preparer = (*Indexer)(nil)
+	_ ingest.Batcher   = (*Indexer)(nil)
+	_ ingest.Preparer  = (*Indexer)(nil)
+	_ ingest.Collector = (*Indexer)(nil)
 )
 
 // Prepare parses the block ahead of Apply (ingest.Preparer): parsing is a
 // tenth of Apply's time. On a parse error it leaves the block unprepared:
 // Apply parses again and reports the error.
 func (ix *Indexer) Prepare(rb *ingest.RawBlock) {
-	b, _ := ix.parsed.Get().(*block)
-	if b == nil {
-		b = new(block)
+	p, _ := ix.prepared.Get().(*preparedBlock)
+	if p == nil {
+		p = new(preparedBlock)
 	}
-	if err := b.parse(rb.Bytes); err != nil {
-		ix.parsed.Put(b)
+	if err := p.b.parse(rb.Bytes); err != nil {
+		ix.prepared.Put(p)
 		return
 	}
-	rb.Prepared = b
+	rb.Prepared = p
+}
+
+// Collect builds a prepared block's rows and balance deltas, which depend on
+// the block alone (ingest.Collector), while the block before it is applied:
+// Apply is left with what depends on the writer's state, and the
+// statements. On an error it leaves the rows to Apply, which reports it.
+// Rows are a few tens of KB a block: only the blocks between Collect and
+// Apply hold them (ingest.ApplyBlocks), not a whole chunk.
+func (ix *Indexer) Collect(rb *ingest.RawBlock) {
+	p, ok := rb.Prepared.(*preparedBlock)
+	if !ok || p.rows != nil {
+		return
+	}
+	rows, _ := ix.rowsPool.Get().(*blockRows)
+	if rows == nil {
+		rows = ix.newRows()
+	}
+	rows.begin(ix.cfg.ChainKey, &p.b)
+	if err := rows.collect(); err != nil {
+		ix.rowsPool.Put(rows)
+		return
+	}
+	p.rows = rows
+}
+
+func (ix *Indexer) newRows() *blockRows {
+	return newBlockRows(ix.minters, len(ix.minters) > 0 && ix.cfg.MinterEnabled)
 }
 
 // NewIndexer returns the indexer for cfg.
@@ -197,15 +235,14 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 		log = slog.Default()
 	}
 	log = log.With("chain", cfg.ChainKey)
-	w := newWriter(log)
+	ix := &Indexer{cfg: cfg, log: log, w: newWriter(log)}
 	if len(cfg.Minters) > 0 {
-		w.minters = make(map[common.Address]bool, len(cfg.Minters))
+		ix.minters = make(map[common.Address]bool, len(cfg.Minters))
 		for _, a := range cfg.Minters {
-			w.minters[a] = true
+			ix.minters[a] = true
 		}
-		w.minterEnabled = cfg.MinterEnabled
 	}
-	return &Indexer{cfg: cfg, log: log, w: w}, nil
+	return ix, nil
 }
 
 // DerivedTables lists the tables Apply writes (its rows are all of chain_key;
@@ -243,11 +280,23 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 		}
 		ix.applied, ix.last = true, rb.Height
 	}()
-	b, prepared := rb.Prepared.(*block)
+	p, prepared := rb.Prepared.(*preparedBlock)
+	var (
+		b    *block
+		rows *blockRows
+	)
 	if prepared {
-		// Nothing refers to the parsed block after Apply: its rows are
-		// written, and log sinks keep no Log past their call.
-		defer ix.parsed.Put(b)
+		// Nothing refers to the parsed block or its rows after Apply: its
+		// rows are written (or copied by the kept-row stores), and log sinks
+		// keep no Log past their call.
+		defer func() {
+			if p.rows != nil {
+				ix.rowsPool.Put(p.rows)
+				p.rows = nil
+			}
+			ix.prepared.Put(p)
+		}()
+		b, rows = &p.b, p.rows
 	} else {
 		b = &ix.blk
 		if err := b.parse(rb.Bytes); err != nil {
@@ -268,16 +317,25 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 			}
 		}
 	}
+	if rows == nil {
+		if ix.rows == nil {
+			ix.rows = ix.newRows()
+		}
+		rows = ix.rows
+		rows.begin(ix.cfg.ChainKey, b)
+		if err := rows.collect(); err != nil {
+			return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
+		}
+	}
 	w := ix.w
-	w.begin(ix.cfg.ChainKey, b)
+	w.begin(ix.cfg.ChainKey, rows)
+	defer func() { w.blockRows = nil }()
 	if b.number == 0 {
 		for a, v := range ix.cfg.GenesisAlloc {
 			w.native(a).Add(w.native(a), v)
 		}
 	}
-	if err := w.collect(); err != nil {
-		return fmt.Errorf("evm %s: block %d: %w", ix.cfg.ChainKey, rb.Height, err)
-	}
+	w.build()
 	if ix.cfg.Atomic != nil && len(b.blockExtraData) > 0 {
 		// A copy: the parse buffer is reused by the next block.
 		extra := append([]byte(nil), b.blockExtraData...)
@@ -313,6 +371,9 @@ func (ix *Indexer) Apply(ctx context.Context, tx *store.Tx, rb ingest.RawBlock) 
 func (ix *Indexer) Flush(ctx context.Context, tx *store.Tx) error {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if tx.Dialect() == store.SQLite {
+		ix.w.sq.sortAhead() // sorted while the balances are written
+	}
 	err := ix.w.flushBalances(ctx, tx)
 	if err == nil && tx.Dialect() == store.Postgres {
 		err = ix.w.pg.flushCopies(ctx, tx)

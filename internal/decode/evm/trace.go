@@ -219,7 +219,7 @@ func (t *txn) parseFrame(s *jsonscan.Scanner, f *frame, depth int) error {
 // contracts they created (with their factory), and a row per internal
 // transaction as the published document lists them: CALL and CALLCODE
 // frames with value, creations, and selfdestructs paying out value.
-func (w *writer) collectFrames(txIdx int, txHash []byte, t *txn) {
+func (w *blockRows) collectFrames(txIdx int, txHash []byte, t *txn) {
 	for k := range t.frames {
 		f := &t.frames[k]
 		done := !f.reverted && t.status == 1
@@ -285,7 +285,7 @@ const (
 // noteUntrusted notes what one tx of the block says for the facts above.
 // A successful call to a minting precompile (subnet-evm's native minter)
 // creates value no frame shows: from there on no balance is vouched for.
-func (w *writer) noteUntrusted(t *txn) {
+func (w *blockRows) noteUntrusted(t *txn) {
 	if len(w.minters) > 0 && t.status == 1 {
 		if t.hasTo && w.minters[t.to] {
 			w.blockMint = true

@@ -55,7 +55,7 @@ func decodeWrapped(l *logEntry) (wrappedEvent, bool) {
 
 // collectWrapped applies the tx's backed Deposit/Withdrawal events to
 // ERC-20 balances and notes the tokens whose events cannot be checked.
-func (w *writer) collectWrapped(t *txn) {
+func (w *blockRows) collectWrapped(t *txn) {
 	if t.status != 1 {
 		return
 	}

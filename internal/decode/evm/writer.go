@@ -134,10 +134,14 @@ type contractState struct {
 	factory string // internal: the creating contract (0x-lowercase)
 }
 
-// writer turns one parsed block into rows. Its maps and slices live across
-// blocks to keep allocations per block low.
-type writer struct {
-	log   *slog.Logger
+// blockRows is what one block yields by itself: its rows, the balance
+// deltas of its txs and the contracts and NFT ids it shows, built by collect
+// from the parsed block alone, without the writer's state (caches, the
+// batch's balances, ids known): Prepare builds them on the prefetcher's
+// goroutine, ahead of the writer, which then only adds what depends on its
+// state (buildContracts, buildNFTs, balances) and runs the statements.
+// Its maps and slices live across blocks to keep allocations per block low.
+type blockRows struct {
 	chain string
 	b     *block
 	time  int64
@@ -155,8 +159,8 @@ type writer struct {
 	tmp     big.Int
 	xfers   []transfer
 
-	blocks, txs, addrTxs, logs, transfers, contracts, nftRows, nftHist,
-	tokBal, tokHist, natBal, natHist, internals, addrInternals, untrusted, untrustedTokens rowSet
+	blocks, txs, addrTxs, logs, transfers, contracts, nftHist,
+	tokHist, natHist, internals, addrInternals, untrusted, untrustedTokens rowSet
 
 	// Wrapped native tokens (wrapped.go): the value movements that backed an
 	// event of the tx, and the tokens of the block whose events could not
@@ -164,6 +168,59 @@ type writer struct {
 	frameUsed    []bool
 	wad          big.Int
 	untrustedTok map[common.Address]struct{}
+
+	// Untrusted balances (trace.go): what the block says.
+	blockHot, blockBlind bool
+	blockMint            bool // a tx of the block may have minted native value
+	// minters are the minting precompiles watched (Config.Minters);
+	// minterEnabled: the chain's genesis enables one.
+	minters       map[common.Address]bool
+	minterEnabled bool
+
+	nftPool  []*nftState
+	nnftPool int
+	conPool  []*contractState
+	nconPool int
+}
+
+func newBlockRows(minters map[common.Address]bool, minterEnabled bool) *blockRows {
+	return &blockRows{
+		addrs:         make(map[common.Address]string),
+		raws:          make(map[common.Address][]byte),
+		natives:       make(map[common.Address]*big.Int),
+		tokens:        make(map[tokenKey]*big.Int),
+		nfts:          make(map[nftKey]*nftState),
+		cons:          make(map[common.Address]*contractState),
+		blocks:        rowSet{spec: insBlocks},
+		txs:           rowSet{spec: insTxs},
+		addrTxs:       rowSet{spec: insAddrTxs},
+		logs:          rowSet{spec: insLogs},
+		transfers:     rowSet{spec: insTransfers},
+		contracts:     rowSet{spec: insContracts},
+		nftHist:       rowSet{spec: insNFTHistory},
+		tokHist:       rowSet{spec: insTokenHist},
+		natHist:       rowSet{spec: insNativeHist},
+		internals:     rowSet{spec: insInternals},
+		addrInternals: rowSet{spec: insAddrInternals},
+		untrusted:     rowSet{spec: insUntrusted},
+
+		untrustedTokens: rowSet{spec: insUntrustedTok},
+		untrustedTok:    make(map[common.Address]struct{}),
+		minters:         minters,
+		minterEnabled:   minterEnabled,
+	}
+}
+
+// writer writes blocks' rows (blockRows) with what depends on the chain's
+// state in block order: current balances, contracts and NFT ids known, the
+// batch's kept rows. blockRows is the block being applied (nil between
+// Applies: it goes back to the Indexer's pool with its parsed block).
+type writer struct {
+	*blockRows
+	log   *slog.Logger
+	chain string
+
+	natBal, tokBal, nftRows rowSet // per batch (flushBalances)
 
 	keysN []common.Address
 	keysT []tokenKey
@@ -188,15 +245,8 @@ type writer struct {
 	dirtyNFT map[nftKey]dirtyNFT // likewise the NFT ids' rows
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
-	// Untrusted balances (trace.go): what the block says, and the chain's
-	// facts as known.
-	blockHot, blockBlind bool
-	blockMint            bool // a tx of the block may have minted native value
-	// minters are the minting precompiles watched (Config.Minters);
-	// minterEnabled: the chain's genesis enables one.
-	minters       map[common.Address]bool
-	minterEnabled bool
-	hot, all      int
+	// Untrusted balances (trace.go): the chain's facts as known.
+	hot, all int
 	// complete: cacheN and cacheT hold every stored balance of the chain
 	// (filled since its genesis block, never emptied), so a key they miss
 	// has no stored balance and needs no read. An index built from genesis
@@ -204,11 +254,6 @@ type writer struct {
 	complete bool
 	// maxCached bounds each cache (maxCached; smaller in tests).
 	maxCached int
-
-	nftPool  []*nftState
-	nnftPool int
-	conPool  []*contractState
-	nconPool int
 
 	pg pgWriter
 	sq sqliteSorted // SQLite: the address-keyed tables' rows, inserted in key order
@@ -221,12 +266,6 @@ type writer struct {
 func newWriter(log *slog.Logger) *writer {
 	return &writer{
 		log:       log,
-		addrs:     make(map[common.Address]string),
-		raws:      make(map[common.Address][]byte),
-		natives:   make(map[common.Address]*big.Int),
-		tokens:    make(map[tokenKey]*big.Int),
-		nfts:      make(map[nftKey]*nftState),
-		cons:      make(map[common.Address]*contractState),
 		strsT:     make(map[tokenKeyStr]int),
 		cacheN:    make(map[common.Address]*big.Int),
 		cacheT:    make(map[tokenKey]*big.Int),
@@ -237,27 +276,11 @@ func newWriter(log *slog.Logger) *writer {
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
 		idxN:      make(map[string]int),
-		blocks:    rowSet{spec: insBlocks},
-		txs:       rowSet{spec: insTxs},
-		addrTxs:   rowSet{spec: insAddrTxs},
-		logs:      rowSet{spec: insLogs},
-		transfers: rowSet{spec: insTransfers},
-		contracts: rowSet{spec: insContracts},
 		nftRows:   rowSet{spec: insNFTs},
-		nftHist:   rowSet{spec: insNFTHistory},
 		tokBal:    rowSet{spec: insTokenBal},
-		tokHist:   rowSet{spec: insTokenHist},
 		natBal:    rowSet{spec: insNativeBal},
-		natHist:   rowSet{spec: insNativeHist},
 		cumAt:     -1,
 		sq:        sqliteSorted{max: sortedRows},
-
-		internals:     rowSet{spec: insInternals},
-		addrInternals: rowSet{spec: insAddrInternals},
-		untrusted:     rowSet{spec: insUntrusted},
-
-		untrustedTokens: rowSet{spec: insUntrustedTok},
-		untrustedTok:    make(map[common.Address]struct{}),
 	}
 }
 
@@ -298,8 +321,10 @@ func (w *writer) dropCaches() {
 	w.cumAt = -1
 }
 
-func (w *writer) begin(chain string, b *block) {
-	if b.number == 0 {
+// begin starts applying a block whose rows are collected: it bounds the
+// caches and takes the rows.
+func (w *writer) begin(chain string, rows *blockRows) {
+	if rows.b.number == 0 {
 		// Nothing of the chain is stored before its genesis block, and
 		// caches are empty then (applying a height again drops them).
 		w.complete = true
@@ -318,6 +343,11 @@ func (w *writer) begin(chain string, b *block) {
 	if len(w.knownNFT) > w.maxCached {
 		clear(w.knownNFT)
 	}
+	w.chain, w.blockRows = chain, rows
+}
+
+// begin empties the rows for block b.
+func (w *blockRows) begin(chain string, b *block) {
 	w.chain, w.b, w.time = chain, b, int64(b.timestamp)
 	clear(w.addrs)
 	clear(w.raws)
@@ -346,13 +376,13 @@ func (w *writer) begin(chain string, b *block) {
 
 // sets lists the row sets written per block, in the order they are written
 // (the current balances and NFT ids are written per batch: flushBalances).
-func (w *writer) sets() []*rowSet {
+func (w *blockRows) sets() []*rowSet {
 	return []*rowSet{&w.blocks, &w.txs, &w.addrTxs, &w.logs, &w.transfers, &w.contracts,
 		&w.nftHist, &w.tokHist, &w.natHist, &w.internals, &w.addrInternals, &w.untrusted, &w.untrustedTokens}
 }
 
 // newBig hands out a zeroed big.Int from a per-writer pool.
-func (w *writer) newBig() *big.Int {
+func (w *blockRows) newBig() *big.Int {
 	if w.nbig == len(w.bigs) {
 		w.bigs = append(w.bigs, new(big.Int))
 	}
@@ -363,7 +393,7 @@ func (w *writer) newBig() *big.Int {
 
 // addr returns the 0x-lowercase form of a, once per block: the text of the
 // tables that keep it (evm_contracts, evm_nft_tokens) and of log lines.
-func (w *writer) addr(a common.Address) string {
+func (w *blockRows) addr(a common.Address) string {
 	if s, ok := w.addrs[a]; ok {
 		return s
 	}
@@ -374,7 +404,7 @@ func (w *writer) addr(a common.Address) string {
 
 // raw returns a's bytes, the stored form of the other tables (store.Hex),
 // once per block: the rows hold them until the block is written.
-func (w *writer) raw(a common.Address) []byte {
+func (w *blockRows) raw(a common.Address) []byte {
 	if s, ok := w.raws[a]; ok {
 		return s
 	}
@@ -383,7 +413,7 @@ func (w *writer) raw(a common.Address) []byte {
 	return s
 }
 
-func (w *writer) native(a common.Address) *big.Int {
+func (w *blockRows) native(a common.Address) *big.Int {
 	v, ok := w.natives[a]
 	if !ok {
 		v = w.newBig()
@@ -392,7 +422,7 @@ func (w *writer) native(a common.Address) *big.Int {
 	return v
 }
 
-func (w *writer) token(k tokenKey) *big.Int {
+func (w *blockRows) token(k tokenKey) *big.Int {
 	v, ok := w.tokens[k]
 	if !ok {
 		v = w.newBig()
@@ -401,7 +431,7 @@ func (w *writer) token(k tokenKey) *big.Int {
 	return v
 }
 
-func (w *writer) contract(a common.Address, kind string, tx int) *contractState {
+func (w *blockRows) contract(a common.Address, kind string, tx int) *contractState {
 	c, ok := w.cons[a]
 	if !ok {
 		if w.nconPool == len(w.conPool) {
@@ -420,8 +450,9 @@ func i64(v uint64) int64 { return int64(v) } // callers hold values parsed as <=
 
 func uintDecimal(v uint64) string { return strconv.FormatUint(v, 10) }
 
-// collect builds every row of the block and the balance deltas.
-func (w *writer) collect() error {
+// collect builds the block's rows and balance deltas that depend on the
+// block alone; the writer adds the rest (build, balances).
+func (w *blockRows) collect() error {
 	b := w.b
 	chain := w.chain
 	num := i64(b.number)
@@ -533,8 +564,6 @@ func (w *writer) collect() error {
 		}
 		w.collectWrapped(t)
 	}
-	w.buildContracts()
-	w.buildNFTs(num)
 	return nil
 }
 
@@ -551,7 +580,7 @@ func lowerHex(h []byte) string {
 
 var zeroAddr common.Address
 
-func (w *writer) collectLog(txIdx int, txHash []byte, l *logEntry) error {
+func (w *blockRows) collectLog(txIdx int, txHash []byte, l *logEntry) error {
 	topics := [4][]byte{{}, {}, {}, {}}
 	for k := 0; k < l.ntopics; k++ {
 		topics[k] = l.topics[k][:]
@@ -602,7 +631,7 @@ func (w *writer) collectLog(txIdx int, txHash []byte, l *logEntry) error {
 
 // moveFungible debits from and credits to by the 32-byte amount (nil: 1). The
 // zero address (mint source, burn sink) has no balance.
-func (w *writer) moveFungible(k tokenKey, from, to common.Address, amount []byte) {
+func (w *blockRows) moveFungible(k tokenKey, from, to common.Address, amount []byte) {
 	amt := &w.tmp
 	if amount == nil {
 		amt.SetUint64(1)
@@ -624,7 +653,7 @@ func (w *writer) moveFungible(k tokenKey, from, to common.Address, amount []byte
 	}
 }
 
-func (w *writer) nft(k nftKey, typ ercType, owner common.Address) {
+func (w *blockRows) nft(k nftKey, typ ercType, owner common.Address) {
 	s, ok := w.nfts[k]
 	if !ok {
 		if w.nnftPool == len(w.nftPool) {
@@ -640,6 +669,14 @@ func (w *writer) nft(k nftKey, typ ercType, owner common.Address) {
 		s.owner = owner
 		s.moved = true
 	}
+}
+
+// build adds the block's rows that depend on what the chain's tables hold:
+// contracts and NFT ids not recorded yet, NFT owners (writer state, in block
+// order).
+func (w *writer) build() {
+	w.buildContracts()
+	w.buildNFTs(i64(w.b.number))
 }
 
 func (w *writer) buildContracts() {
@@ -709,10 +746,7 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 			return err
 		}
 	}
-	if w.sq.full() {
-		return w.sq.flush(ctx, tx)
-	}
-	return nil
+	return w.sq.write(ctx, tx)
 }
 
 // cumulate sets the block row's cumulative_txs (EvmBlock.cumulativeTransactions):

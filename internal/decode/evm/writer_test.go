@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,6 +204,23 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 	return out
 }
 
+// indexedTables dumps what an EVM indexer writes, in key order, to compare
+// two ways of writing the same blocks.
+var indexedTables = []string{
+	"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
+	"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
+	"SELECT holder, erc_type, token, token_id, balance, block_number FROM evm_token_balances ORDER BY 1, 2, 3, 4",
+	"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
+	"SELECT token, token_id, erc_type, owner, owner_block, first_block FROM evm_nft_tokens ORDER BY 1, 2",
+	"SELECT number, hash, tx_count, cumulative_txs FROM evm_blocks ORDER BY 1",
+	"SELECT block_number, tx_index, hash, from_addr, to_addr, value, status FROM evm_txs ORDER BY 1, 2",
+	"SELECT block_number, log_index, batch_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2, 3",
+	"SELECT address, block_number, tx_index FROM evm_address_txs ORDER BY 1, 2, 3",
+	"SELECT token, token_id, block_number, owner FROM evm_nft_owner_history ORDER BY 1, 2, 3",
+	"SELECT block_number, log_index, tx_index, address, topic0, topic1, topic2, data FROM evm_logs ORDER BY 1, 2",
+	"SELECT address, creation_kind, tx_hash, block_number, erc_type, erc_type_block FROM evm_contracts ORDER BY 1",
+}
+
 // Current balances and NFT ids' rows are written once per batch (Flush),
 // from what the batch's blocks left; on PostgreSQL the per-block tables are
 // loaded by one COPY per batch; on SQLite the address-keyed tables' rows are
@@ -214,18 +232,7 @@ func dumpTables(t *testing.T, db *store.DB, queries []string) []string {
 // current balance its history's last.
 func TestBalancesFlushedPerBatch(t *testing.T) {
 	gen, blocks := generated(11, 120)
-	tables := []string{
-		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
-		"SELECT address, block_number, balance FROM evm_native_balance_history ORDER BY 1, 2",
-		"SELECT holder, erc_type, token, token_id, balance, block_number FROM evm_token_balances ORDER BY 1, 2, 3, 4",
-		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
-		"SELECT token, token_id, erc_type, owner, owner_block, first_block FROM evm_nft_tokens ORDER BY 1, 2",
-		"SELECT number, hash, tx_count, cumulative_txs FROM evm_blocks ORDER BY 1",
-		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, status FROM evm_txs ORDER BY 1, 2",
-		"SELECT block_number, log_index, batch_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2, 3",
-		"SELECT address, block_number, tx_index FROM evm_address_txs ORDER BY 1, 2, 3",
-		"SELECT token, token_id, block_number, owner FROM evm_nft_owner_history ORDER BY 1, 2, 3",
-	}
+	tables := indexedTables
 	// Rows whose current balance or block is not the history's last.
 	stale := []string{
 		`SELECT COUNT(*) FROM evm_native_balances b WHERE b.balance <> (SELECT h.balance FROM evm_native_balance_history h
@@ -340,44 +347,147 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 	})
 }
 
-// Blocks parsed ahead by Prepare (on the pipeline's fetch goroutine) index
-// exactly as blocks Apply parses itself; a block Prepare cannot parse is
-// left to Apply, which reports the error.
+// Blocks prepared ahead (parsed by Prepare on the pipeline's fetch
+// goroutine, their rows collected by Collect on a goroutine of their own
+// while the block before is applied: ingest.ApplyBlocks) index exactly as
+// blocks Apply parses and collects itself, one block per transaction: no row
+// lost, duplicated or moved to another block, and the writer's state
+// (balances, NFT owners, contracts known) taken in block order, with Prepare
+// on its own goroutine up to two chunks ahead of Apply, as in the pipeline
+// (run with -race: nothing of a block collected is shared with the one being
+// applied). A batch
+// discarded halfway, with the next blocks already prepared, leaks nothing
+// into its retry. A block Prepare cannot parse is left to Apply, which
+// reports the error.
 func TestPreparedBlocksIndexTheSame(t *testing.T) {
-	gen, blocks := generated(5, 60)
-	tables := []string{
-		"SELECT number, hash, tx_count, gas_used FROM evm_blocks ORDER BY 1",
-		"SELECT block_number, tx_index, hash, from_addr, to_addr, value, gas_used, status FROM evm_txs ORDER BY 1, 2",
-		"SELECT block_number, log_index, address, topic0, topic1, topic2, data FROM evm_logs ORDER BY 1, 2",
-		"SELECT block_number, log_index, token, from_addr, to_addr, token_id, value FROM evm_transfers ORDER BY 1, 2",
-		"SELECT address, balance, block_number FROM evm_native_balances ORDER BY 1",
-		"SELECT holder, erc_type, token, token_id, block_number, balance FROM evm_token_balance_history ORDER BY 1, 2, 3, 4, 5",
+	gen, blocks := generated(5, 120)
+	const chunk = 20
+	// prefetch prepares blocks[from:to] by chunks on its own goroutine,
+	// handing each over as the pipeline's prefetcher does; stop ends it.
+	prefetch := func(t *testing.T, ix *Indexer, from, to int) (chunks <-chan []ingest.RawBlock, stop func()) {
+		out, done := make(chan []ingest.RawBlock, 1), make(chan struct{})
+		go func() {
+			defer close(out)
+			for i := from; i < to; i += chunk {
+				c := slices.Clone(blocks[i:min(i+chunk, to)])
+				ingest.Prepare(ix, c)
+				select {
+				case out <- c:
+				case <-done:
+					return
+				}
+			}
+		}()
+		return out, func() {
+			close(done)
+			for range out {
+			}
+		}
 	}
-	storetest.ForEachBackend(t, func(t *testing.T, plain *store.DB) {
-		indextest.Apply(t, plain, genIndexer(t, gen), blocks, 20)
-		want := dumpTables(t, plain, tables)
-
-		db := sameBackend(t, plain)
-		ix := genIndexer(t, gen)
-		prepared := make([]ingest.RawBlock, len(blocks))
-		copy(prepared, blocks)
-		for i := 0; i < len(prepared); i += 20 {
-			// Prepared a batch ahead, as the pipeline does.
-			ingest.Prepare(ix, prepared[i:i+20])
-			for _, b := range prepared[i : i+20] {
+	// apply applies n blocks from chunks in one transaction (n < 0: until
+	// the chunks end) and flushes and commits it, or discards it.
+	apply := func(t *testing.T, db *store.DB, ix *Indexer, chunks <-chan []ingest.RawBlock, pending *[]ingest.RawBlock, n int, discard bool) int {
+		ctx := context.Background()
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied := 0
+		for n < 0 || applied < n {
+			if len(*pending) == 0 {
+				c, ok := <-chunks
+				if !ok {
+					break
+				}
+				if p := c[0].Prepared.(*preparedBlock); p.rows == nil {
+					t.Fatalf("block %d: rows not collected by Prepare", c[0].Height)
+				}
+				*pending = c
+			}
+			k := len(*pending)
+			if n >= 0 {
+				k = min(k, n-applied)
+			}
+			for _, b := range (*pending)[:k] {
 				if b.Prepared == nil {
 					t.Fatalf("block %d not prepared", b.Height)
 				}
 			}
-			indextest.Apply(t, db, ix, prepared[i:i+20], 20)
+			// Each next block collected while the one before is applied.
+			if err := ingest.ApplyBlocks(ctx, tx, ix, (*pending)[:k]); err != nil {
+				t.Fatal(err)
+			}
+			*pending = (*pending)[k:]
+			applied += k
 		}
-		got := dumpTables(t, db, tables)
-		for i := range tables {
-			if got[i] != want[i] {
-				t.Errorf("%s differs when blocks are prepared", tables[i])
+		if discard {
+			ix.Discard()
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			return applied
+		}
+		if err := ingest.Flush(ctx, ix, tx); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		return applied
+	}
+	// run applies blocks[from:] prepared ahead, in batches of batch.
+	run := func(t *testing.T, db *store.DB, ix *Indexer, from, batch int) {
+		chunks, stop := prefetch(t, ix, from, len(blocks))
+		defer stop()
+		var pending []ingest.RawBlock
+		for apply(t, db, ix, chunks, &pending, batch, false) == batch {
+		}
+	}
+	storetest.ForEachBackend(t, func(t *testing.T, perBlock *store.DB) {
+		reference := genIndexer(t, gen)
+		reference.w.sq.max = 0
+		indextest.Apply(t, perBlock, reference, blocks, 1)
+		want := dumpTables(t, perBlock, indexedTables)
+		for i, q := range indexedTables {
+			if !strings.Contains(want[i], "\n") {
+				t.Fatalf("nothing indexed: %s", q)
 			}
 		}
+		cases := []struct {
+			name   string
+			cached int
+			apply  func(t *testing.T, db *store.DB, ix *Indexer)
+		}{
+			{"batches of 40", 0, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 40) }},
+			{"batches of 25 across chunks, caches of 3", 3, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 25) }},
+			{"a batch discarded with the next chunks prepared", 0, func(t *testing.T, db *store.DB, ix *Indexer) {
+				chunks, stop := prefetch(t, ix, 0, len(blocks))
+				var pending []ingest.RawBlock
+				apply(t, db, ix, chunks, &pending, 40, false)
+				apply(t, db, ix, chunks, &pending, 30, true)
+				stop() // the pipeline fetches and prepares the batch again
+				run(t, db, ix, 40, 40)
+			}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				db := sameBackend(t, perBlock)
+				ix := genIndexer(t, gen)
+				if c.cached > 0 {
+					ix.w.maxCached = c.cached
+				}
+				c.apply(t, db, ix)
+				got := dumpTables(t, db, indexedTables)
+				for i := range indexedTables {
+					if got[i] != want[i] {
+						t.Errorf("%s differs from one block per transaction, not prepared", indexedTables[i])
+					}
+				}
+			})
+		}
 
+		db := sameBackend(t, perBlock)
+		ix := genIndexer(t, gen)
 		bad := gen.Next()
 		bad.Bytes = bad.Bytes[:len(bad.Bytes)/2]
 		ix.Prepare(&bad)
