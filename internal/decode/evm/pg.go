@@ -193,6 +193,11 @@ func (p *pgWriter) lot() *pgKept {
 // the queue's until copied; its COPYs run in the batch's transaction, in
 // the order sent, before anything the writer sends on tx later.
 func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
+	return p.sendWith(ctx, tx.Queue, lot)
+}
+
+// sendWith is send through queue (store.Tx.Queue or QueueAtCommit).
+func (p *pgWriter) sendWith(ctx context.Context, queue func(context.Context, func(context.Context, *pgx.Conn) error) error, lot **pgKept) error {
 	k := *lot
 	if k == nil || k.rows == 0 {
 		return nil
@@ -202,7 +207,7 @@ func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
 		p.free = make(chan *pgKept, 4)
 	}
 	free := p.free
-	err := tx.Queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+	err := queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		defer func() {
 			k.reset()
 			select {
@@ -248,13 +253,18 @@ func (k *pgKept) reset() {
 	k.rows = 0
 }
 
-// flushCopies sends the batch's last kept rows (the pipeline's next use of
-// tx, its checkpoint at the latest, waits for them and fails if a COPY did).
+// flushCopies sends the batch's last kept rows: the block-keyed ones
+// queued now (the batch's Flush reads them back: the rollups, the webhook
+// events), the address-keyed ones when the batch commits
+// (store.Tx.QueueAtCommit): nothing in the batch's transaction reads those
+// tables, so with the pipeline's overlap (ingest, CommitAsync) the server
+// loads them while the writer applies the next batch. The commit waits for
+// both and fails if a COPY did.
 func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
 	if err := p.send(ctx, tx, &p.kept); err != nil {
 		return err
 	}
-	return p.send(ctx, tx, &p.sorted)
+	return p.sendWith(ctx, tx.QueueAtCommit, &p.sorted)
 }
 
 // discard forgets the rows kept and not sent (the batch is abandoned; the
