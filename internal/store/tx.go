@@ -53,8 +53,8 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 // whose commit may still be running (CommitAsync; nil: none). On
 // PostgreSQL it runs on another connection while prev commits, with these
 // rules (docs/benchmarks.md, "PostgreSQL write path", tenth session):
-// every read (Query, QueryRow, QueryCommitted) first waits for prev's
-// commit, so it sees prev's rows; Commit waits for it too, and fails
+// every read in the transaction (Query, QueryRow) first waits for prev's
+// commit, so it sees prev's rows (QueryCommitted does not: see there); Commit waits for it too, and fails
 // without committing anything if prev failed. Writes (Exec, Pgx, CopyFrom,
 // queued work) do not wait: PostgreSQL makes a write of a row prev wrote
 // wait for prev's end, and rows of prev's that an UPDATE or DELETE would
@@ -232,15 +232,14 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 // QueryCommitted runs a read of tables the transaction has not written: on
 // PostgreSQL on another connection of the pool (it sees what is committed,
 // which is then what the transaction sees), so it does not wait for queued
-// work (Queue) on the transaction's connection; on SQLite inside the
+// work (Queue) on the transaction's connection, nor for the commit of the
+// transaction this one follows (BeginAfter): the caller holds in memory
+// what that one changed in the rows it reads. On SQLite inside the
 // transaction. For what the ingest writer reads mid-batch of tables it
 // writes only at the batch's Flush (the current balances).
 func (t *Tx) QueryCommitted(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	if t.db.dialect != Postgres {
 		return t.Query(ctx, q, args...)
-	}
-	if err := t.waitPrev(); err != nil {
-		return nil, err
 	}
 	return t.db.read.QueryContext(ctx, q, args...)
 }
