@@ -50,6 +50,9 @@ type pgWriter struct {
 	kept, sorted *pgKept
 	free         chan *pgKept // sent and copied, for reuse (filled by the queue's goroutine)
 	streamRows   int          // 0: streamRows
+	// late writes the rows queued for the commit (writeAtCommit): its
+	// buffers stay the queue's until the batch committed.
+	late *pgWriter
 }
 
 // pgKept is one lot of kept rows: one pgCopy per copyBatch spec, in
@@ -279,6 +282,43 @@ func (p *pgWriter) discard() {
 
 // write queues every non-empty row set and runs the batch in tx.
 func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) error {
+	tables, err := p.build(sets)
+	if err != nil {
+		return err
+	}
+	if len(tables) > 0 {
+		// The batch needs the pgx connection under the database/sql transaction.
+		if err := tx.Pgx(ctx, p.run(tables)); err != nil {
+			return fmt.Errorf("evm: write block: %w", err)
+		}
+	}
+	return p.sendFull(ctx, tx)
+}
+
+// writeAtCommit writes sets like write, but queued when tx commits
+// (store.Tx.QueueAtCommit), with buffers of its own (late): for rows that
+// nothing in the batch's transaction reads back after the writer's Flush
+// (the current native balances, the NFT ids), so that with the pipeline's
+// overlap the server writes them while the next batch is applied. The next
+// batch reads them only after this one committed (its Flush) or from memory
+// (flushedN).
+func (p *pgWriter) writeAtCommit(ctx context.Context, tx *store.Tx, sets []*rowSet) error {
+	if p.late == nil {
+		p.late = new(pgWriter)
+	}
+	tables, err := p.late.build(sets)
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	if err := tx.QueueAtCommit(ctx, p.late.run(tables)); err != nil {
+		return fmt.Errorf("evm: %w", err)
+	}
+	return nil
+}
+
+// build starts a new pipelined batch of the non-empty row sets' inserts
+// (the copyBatch ones are kept for COPY instead) and returns their tables.
+func (p *pgWriter) build(sets []*rowSet) ([]string, error) {
 	p.batch.QueuedQueries = p.batch.QueuedQueries[:0]
 	p.nt, p.ni, p.nb = 0, 0, 0
 	var tables []string
@@ -288,7 +328,7 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 			continue
 		}
 		if err := r.check(); err != nil {
-			return err
+			return nil, err
 		}
 		if r.spec.copyBatch {
 			p.keep(r)
@@ -302,14 +342,16 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		}
 		args, err := p.arrays(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.batch.Queue(r.spec.unnest, args...)
 	}
-	if len(tables) == 0 {
-		return p.sendFull(ctx, tx)
-	}
-	run := func(ctx context.Context, conn *pgx.Conn) error {
+	return tables, nil
+}
+
+// run sends the built batch on a connection and checks each table's insert.
+func (p *pgWriter) run(tables []string) func(ctx context.Context, conn *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
 		br := conn.SendBatch(ctx, &p.batch)
 		for _, t := range tables {
 			if _, err := br.Exec(); err != nil {
@@ -319,11 +361,6 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		}
 		return br.Close()
 	}
-	// The batch needs the pgx connection under the database/sql transaction.
-	if err := tx.Pgx(ctx, run); err != nil {
-		return fmt.Errorf("evm: write block: %w", err)
-	}
-	return p.sendFull(ctx, tx)
 }
 
 // sendFull sends the kept rows once they are streamRows or more.

@@ -989,7 +989,12 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 
 	sets := []*rowSet{&w.tokBal, &w.natBal, &w.nftRows}
 	if tx.Dialect() == store.Postgres {
-		return w.pg.write(ctx, tx, sets)
+		// The token balances now: the NFT holder rollup reads them in the
+		// batch's transaction (internal/metrics); the rest at the commit.
+		if err := w.pg.write(ctx, tx, sets[:1]); err != nil {
+			return err
+		}
+		return w.pg.writeAtCommit(ctx, tx, sets[1:])
 	}
 	for _, r := range sets {
 		if err := r.flush(ctx, tx); err != nil {
