@@ -541,7 +541,7 @@ func (p *Pipeline) batchCommitted(ctx context.Context, c Chain, last, n, tip uin
 // (the P- and X-chain indexers update the UTXOs earlier blocks created).
 // k+1's Flush, which reads back rollups and balances, runs after k
 // committed; k+1 commits only after k did; if k fails, k+1 is rolled back
-// and the chain restarts from k's checkpoint (docs/benchmarks.md,
+// and the chain restarts from the last committed checkpoint (docs/benchmarks.md,
 // "PostgreSQL write path", tenth session).
 func (p *Pipeline) overlaps(c Chain) bool {
 	return p.db.Dialect() == store.Postgres && c.Kind == "EVM"
