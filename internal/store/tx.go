@@ -54,8 +54,9 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 // PostgreSQL it runs on another connection while prev commits, with these
 // rules (docs/benchmarks.md, "PostgreSQL write path", tenth session):
 // every read in the transaction (Query, QueryRow) first waits for prev's
-// commit, so it sees prev's rows (QueryCommitted does not: see there); Commit waits for it too, and fails
-// without committing anything if prev failed. Writes (Exec, Pgx, CopyFrom,
+// commit, so it sees prev's rows (QueryCommitted does not: see there);
+// Commit waits for it too, and fails without committing anything if prev
+// failed. Writes (Exec, Pgx, CopyFrom,
 // queued work) do not wait: PostgreSQL makes a write of a row prev wrote
 // wait for prev's end, and rows of prev's that an UPDATE or DELETE would
 // miss (uncommitted inserts are invisible) must be locked or read first
