@@ -463,28 +463,88 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 		size = min(batch, 64)
 	}
 	chunks := prefetch(fctx, c, from, to, size, batch)
-	var done uint64
-	for from+done <= to {
-		began := time.Now()
-		n, err := p.writeBatch(ctx, c, chunks, tip)
-		done += n
-		if n > 0 && p.opts.Observer != nil {
-			p.opts.Observer.Batch(c.Key, n, time.Since(began))
+	// done: blocks committed; queued: blocks applied, committed or with
+	// their commit in flight (prev).
+	var (
+		done, queued uint64
+		prev         *inflight
+	)
+	// settle waits for the batch whose commit is in flight and records it
+	// once committed. After a failed commit the indexer's in-memory state
+	// (caches, what it deferred) may hold what never got stored: dropped.
+	settle := func() error {
+		if prev == nil {
+			return nil
 		}
-		if n > 0 {
-			p.committed(c, from+done-1, n, tip, st)
-			if rerr := p.recordState(ctx, c, st, nil); rerr != nil {
-				p.log.Warn("ingest: record chain state", "chain", c.Key, "err", rerr)
-			}
+		b := prev
+		prev = nil
+		if err := b.pend.Wait(); err != nil {
+			Discard(c.Indexer)
+			return err
+		}
+		done += b.n
+		p.batchCommitted(ctx, c, from+done-1, b.n, tip, b.began, st)
+		return nil
+	}
+	overlap := p.overlaps(c)
+	for from+queued <= to {
+		began := time.Now()
+		n, pend, err := p.writeBatch(ctx, c, chunks, tip, prev, settle, overlap)
+		queued += n
+		if pend != nil {
+			prev = &inflight{pend: pend, n: n, began: began}
+		} else if n > 0 {
+			done += n
+			p.batchCommitted(ctx, c, from+done-1, n, tip, began, st)
 		}
 		if err != nil {
+			if serr := settle(); serr != nil {
+				p.log.Warn("ingest: the previous batch failed too", "chain", c.Key, "err", serr)
+			}
 			return done, err
 		}
 		if n == 0 {
 			break // the prefetcher stopped (ctx ended)
 		}
 	}
+	if err := settle(); err != nil {
+		return done, err
+	}
 	return done, ctx.Err()
+}
+
+// inflight is a batch whose commit runs while the next batch is applied.
+type inflight struct {
+	pend  *store.Pending
+	n     uint64
+	began time.Time
+}
+
+// batchCommitted records a committed batch: the observer, progress and the
+// chain's state.
+func (p *Pipeline) batchCommitted(ctx context.Context, c Chain, last, n, tip uint64, began time.Time, st *streamState) {
+	if p.opts.Observer != nil {
+		p.opts.Observer.Batch(c.Key, n, time.Since(began))
+	}
+	p.committed(c, last, n, tip, st)
+	if rerr := p.recordState(ctx, c, st, nil); rerr != nil {
+		p.log.Warn("ingest: record chain state", "chain", c.Key, "err", rerr)
+	}
+}
+
+// overlaps says whether c's batches overlap: batch k's end (the work its
+// Flush queued, the checkpoint, the commit) runs on its connection while
+// the writer applies batch k+1 on another (store.Tx.CommitAsync,
+// BeginAfter). PostgreSQL only (SQLite has one writer connection), and EVM
+// chains only: their Apply reads nothing batch k wrote but through the
+// store's reads, which wait for k's commit, and updates no row k inserted
+// (the P- and X-chain indexers update the UTXOs earlier blocks created).
+// k+1's Flush, which reads back rollups and balances, runs after k
+// committed; k+1 commits only after k did; if k fails, k+1 is rolled back
+// and the chain restarts from the last committed checkpoint (docs/benchmarks.md,
+// "PostgreSQL write path", tenth session).
+func (p *Pipeline) overlaps(c Chain) bool {
+	return p.db.Dialect() == store.Postgres && c.Kind == "EVM"
 }
 
 // prefetch fetches from..to in order, in chunks of at most size heights that
@@ -555,11 +615,22 @@ func validateBatch(blocks []RawBlock, from, to uint64) error {
 // ctx ended) or none arrives within Options.MaxBatchWait. It returns the blocks
 // committed and the fetch error that stopped it, if any; after a write error
 // nothing of the batch is kept.
-func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk, tip uint64) (uint64, error) {
+//
+// prev is the batch whose commit is still in flight, if any; settle waits
+// for it (and records it) and runs before this batch's Flush, which reads
+// what prev wrote. With overlap the commit runs on its own: writeBatch
+// returns the blocks applied and their pending commit (settle's next
+// call waits for it); without, it commits and returns a nil Pending.
+func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk, tip uint64, prev *inflight, settle func() error, overlap bool) (uint64, *store.Pending, error) {
 	// A batch that started writing finishes even if shutdown begins: the
-	// pipeline stops between batches, never inside one.
+	// pipeline stops between batches, never inside one. Its context lasts
+	// until its commit ended (CommitAsync's release).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
+	defer func() {
+		if cancel != nil {
+			cancel()
+		}
+	}()
 	var (
 		tx       *store.Tx
 		n        uint64
@@ -573,8 +644,21 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 			Discard(c.Indexer)
 		}
 	}()
+	// prevDone: prev's commit ended; it is recorded then (progress, status,
+	// AfterCommit), not when this batch ends, which at the tip may be long.
+	var prevDone <-chan struct{}
+	if prev != nil {
+		prevDone = prev.pend.Done()
+	}
 	for {
-		ch, ok := nextChunk(chunks, wait)
+		ch, ok, ended := nextChunk(chunks, wait, prevDone)
+		if ended {
+			if err := settle(); err != nil {
+				return 0, nil, err
+			}
+			prevDone = nil
+			continue
+		}
 		if !ok {
 			break // closed, or waited too long with blocks applied
 		}
@@ -583,16 +667,20 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 			break
 		}
 		if tx == nil {
+			var after *store.Pending
+			if prevDone != nil {
+				after = prev.pend
+			}
 			var err error
-			if tx, err = p.db.Begin(wctx); err != nil {
-				return 0, err
+			if tx, err = p.db.BeginAfter(wctx, after); err != nil {
+				return 0, nil, err
 			}
 			t := time.NewTimer(p.opts.MaxBatchWait)
 			defer t.Stop()
 			wait = t.C
 		}
 		if err := applyChunk(wctx, tx, c, ch.blocks); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		n += uint64(len(ch.blocks))
 		last = ch.blocks[len(ch.blocks)-1]
@@ -601,35 +689,46 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 		}
 	}
 	if tx == nil {
-		return 0, fetchErr
+		return 0, nil, fetchErr
+	}
+	if err := settle(); err != nil {
+		return 0, nil, err
 	}
 	if err := Flush(wctx, c.Indexer, tx); err != nil {
-		return 0, fmt.Errorf("index blocks ..%d: %w", last.Height, err)
+		return 0, nil, fmt.Errorf("index blocks ..%d: %w", last.Height, err)
 	}
 	if err := SetCheckpoint(wctx, tx, c.Key, last, tip); err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	if overlap {
+		pend := tx.CommitAsync(cancel)
+		tx, cancel = nil, nil
+		return n, pend, fetchErr
 	}
 	err := tx.Commit()
 	tx = nil
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return n, fetchErr
+	return n, nil, fetchErr
 }
 
 // nextChunk takes the next chunk, preferring one that is ready over the
-// wait timer (nil before the transaction began: wait without limit).
-func nextChunk(chunks <-chan chunk, wait <-chan time.Time) (chunk, bool) {
+// wait timer (nil before the transaction began: wait without limit); ended
+// reports instead that prevDone closed (nil: not watched).
+func nextChunk(chunks <-chan chunk, wait <-chan time.Time, prevDone <-chan struct{}) (ch chunk, ok, ended bool) {
 	select {
 	case ch, ok := <-chunks:
-		return ch, ok
+		return ch, ok, false
 	default:
 	}
 	select {
 	case ch, ok := <-chunks:
-		return ch, ok
+		return ch, ok, false
 	case <-wait:
-		return chunk{}, false
+		return chunk{}, false, false
+	case <-prevDone:
+		return chunk{}, false, true
 	}
 }
 

@@ -33,6 +33,11 @@ type Tx struct {
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
 	q     *txQueue // Queue's work, started by its first call
+	// atCommit is QueueAtCommit's work, queued when the transaction commits.
+	atCommit []queued
+	// prev is the transaction this one follows (BeginAfter): a commit still
+	// in flight, nil once it has been seen to succeed.
+	prev *Pending
 	// SQLite
 	conn  *sql.Conn
 	named []driver.NamedValue
@@ -41,6 +46,23 @@ type Tx struct {
 
 // Begin starts a write transaction on the writer.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	return db.BeginAfter(ctx, nil)
+}
+
+// BeginAfter starts a write transaction that follows prev, a transaction
+// whose commit may still be running (CommitAsync; nil: none). On
+// PostgreSQL it runs on another connection while prev commits, with these
+// rules (docs/benchmarks.md, "PostgreSQL write path", tenth session):
+// every read in the transaction (Query, QueryRow) first waits for prev's
+// commit, so it sees prev's rows (QueryCommitted does not: see there);
+// Commit waits for it too, and fails without committing anything if prev
+// failed. Writes (Exec, Pgx, CopyFrom,
+// queued work) do not wait: PostgreSQL makes a write of a row prev wrote
+// wait for prev's end, and rows of prev's that an UPDATE or DELETE would
+// miss (uncommitted inserts are invisible) must be locked or read first
+// by the caller, which then waits. On SQLite (one writer connection) prev
+// has committed already (CommitAsync commits at once).
+func (db *DB) BeginAfter(ctx context.Context, prev *Pending) (*Tx, error) {
 	if db.dialect == SQLite {
 		conn, err := db.write.Conn(ctx)
 		if err != nil {
@@ -56,7 +78,38 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: begin: %w", err)
 	}
-	return &Tx{db: db, tx: t, stmts: make(map[string]*sql.Stmt)}, nil
+	return &Tx{db: db, tx: t, stmts: make(map[string]*sql.Stmt), prev: prev}, nil
+}
+
+// Pending is a commit running on its own (Tx.CommitAsync).
+type Pending struct {
+	done chan struct{}
+	err  error
+}
+
+// Wait returns once the commit ended, with its error (nil: committed). A
+// nil Pending has nothing to wait for.
+func (p *Pending) Wait() error {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.err
+}
+
+// Done is closed once the commit ended.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// waitPrev waits for the transaction this one follows to commit.
+func (t *Tx) waitPrev() error {
+	if t.prev == nil {
+		return nil
+	}
+	if err := t.prev.Wait(); err != nil {
+		return fmt.Errorf("store: the previous transaction failed: %w", err)
+	}
+	t.prev = nil
+	return nil
 }
 
 // Dialect reports the backend of the transaction.
@@ -161,6 +214,9 @@ func driverValue(a any) (driver.Value, error) {
 // Query runs a query inside the transaction (reads its own writes).
 func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	ctx = t.stmtCtx(ctx)
+	if err := t.waitPrev(); err != nil {
+		return nil, err
+	}
 	if t.conn != nil {
 		if t.done {
 			return nil, sql.ErrTxDone
@@ -177,7 +233,9 @@ func (t *Tx) Query(ctx context.Context, q string, args ...any) (*sql.Rows, error
 // QueryCommitted runs a read of tables the transaction has not written: on
 // PostgreSQL on another connection of the pool (it sees what is committed,
 // which is then what the transaction sees), so it does not wait for queued
-// work (Queue) on the transaction's connection; on SQLite inside the
+// work (Queue) on the transaction's connection, nor for the commit of the
+// transaction this one follows (BeginAfter): the caller holds in memory
+// what that one changed in the rows it reads. On SQLite inside the
 // transaction. For what the ingest writer reads mid-batch of tables it
 // writes only at the batch's Flush (the current balances).
 func (t *Tx) QueryCommitted(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -194,9 +252,14 @@ func (t *Tx) QueryRow(ctx context.Context, q string, args ...any) *sql.Row {
 		// After Commit or Rollback the connection is closed: Scan reports it.
 		return t.conn.QueryRowContext(ctx, q, args...)
 	}
-	if err := t.wait(); err != nil {
-		// Queued work failed: Scan reports its error (pgx runs the
-		// rewriter, which fails, before it sends anything).
+	err := t.waitPrev()
+	if err == nil {
+		err = t.wait()
+	}
+	if err != nil {
+		// Queued work or the previous transaction failed: Scan reports
+		// the error (pgx runs the rewriter, which fails, before it sends
+		// anything).
 		return t.tx.QueryRowContext(ctx, q, pgxCall(func(context.Context, *pgx.Conn) error { return err }))
 	}
 	s, err := t.stmt(ctx, q)
@@ -265,8 +328,19 @@ func (t *Tx) CopyFrom(ctx context.Context, table string, cols []string, rows [][
 }
 
 // Commit commits and releases the transaction's connection. It fails, and
-// rolls back, if any of Queue's work failed.
+// rolls back, if any of Queue's work failed or the transaction it follows
+// (BeginAfter) did.
 func (t *Tx) Commit() error {
+	if err := t.waitPrev(); err != nil {
+		_ = t.Rollback()
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	for _, w := range t.atCommit {
+		if err := t.Queue(w.ctx, w.fn); err != nil {
+			break // stopQueue below reports it
+		}
+	}
+	t.atCommit = nil
 	if t.q != nil {
 		if err := t.stopQueue(); err != nil {
 			t.closeStmts()
@@ -308,11 +382,34 @@ func (t *Tx) Rollback() error {
 		_, err := t.conn.ExecContext(context.Background(), "ROLLBACK")
 		return err
 	}
+	t.atCommit = nil
 	if t.q != nil {
 		_ = t.stopQueue() // the caller has its own error to report
 	}
 	t.closeStmts()
 	return t.tx.Rollback()
+}
+
+// CommitAsync commits like Commit, on a goroutine of its own on
+// PostgreSQL: the queued work, the commit and then release run there while
+// the caller goes on (a transaction begun with BeginAfter(ctx, pending)
+// follows it). On SQLite it commits at once. release, if set, runs once
+// the commit ended (the caller's context of the queued work, for one).
+func (t *Tx) CommitAsync(release func()) *Pending {
+	p := &Pending{done: make(chan struct{})}
+	finish := func() {
+		p.err = t.Commit()
+		if release != nil {
+			release()
+		}
+		close(p.done)
+	}
+	if t.db.dialect != Postgres {
+		finish()
+		return p
+	}
+	go finish()
+	return p
 }
 
 func (t *Tx) closeStmts() {
@@ -378,6 +475,23 @@ func (t *Tx) Queue(ctx context.Context, fn func(ctx context.Context, conn *pgx.C
 	}
 	t.q.pending.Add(1)
 	t.q.work <- queued{ctx: ctx, fn: fn}
+	return nil
+}
+
+// QueueAtCommit queues fn (like Queue) when the transaction commits, after
+// all other work: for rows that nothing in the transaction reads back, so
+// that with CommitAsync they are loaded while the caller goes on. Rollback
+// drops it. PostgreSQL only.
+func (t *Tx) QueueAtCommit(ctx context.Context, fn func(ctx context.Context, conn *pgx.Conn) error) error {
+	if t.db.dialect != Postgres {
+		return errors.New("store: no queue under a SQLite transaction")
+	}
+	if t.q != nil {
+		if err := t.q.failed(); err != nil {
+			return err
+		}
+	}
+	t.atCommit = append(t.atCommit, queued{ctx: ctx, fn: fn})
 	return nil
 }
 

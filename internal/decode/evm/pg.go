@@ -50,6 +50,9 @@ type pgWriter struct {
 	kept, sorted *pgKept
 	free         chan *pgKept // sent and copied, for reuse (filled by the queue's goroutine)
 	streamRows   int          // 0: streamRows
+	// late writes the rows queued for the commit (writeAtCommit): its
+	// buffers stay the queue's until the batch committed.
+	late *pgWriter
 }
 
 // pgKept is one lot of kept rows: one pgCopy per copyBatch spec, in
@@ -195,6 +198,11 @@ func (p *pgWriter) lot() *pgKept {
 // the queue's until copied; its COPYs run in the batch's transaction, in
 // the order sent, before anything the writer sends on tx later.
 func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
+	return p.sendWith(ctx, tx.Queue, lot)
+}
+
+// sendWith is send through queue (store.Tx.Queue or QueueAtCommit).
+func (p *pgWriter) sendWith(ctx context.Context, queue func(context.Context, func(context.Context, *pgx.Conn) error) error, lot **pgKept) error {
 	k := *lot
 	if k == nil || k.rows == 0 {
 		return nil
@@ -204,7 +212,7 @@ func (p *pgWriter) send(ctx context.Context, tx *store.Tx, lot **pgKept) error {
 		p.free = make(chan *pgKept, 4)
 	}
 	free := p.free
-	err := tx.Queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
+	err := queue(ctx, func(ctx context.Context, conn *pgx.Conn) error {
 		defer func() {
 			k.reset()
 			select {
@@ -250,13 +258,18 @@ func (k *pgKept) reset() {
 	k.rows = 0
 }
 
-// flushCopies sends the batch's last kept rows (the pipeline's next use of
-// tx, its checkpoint at the latest, waits for them and fails if a COPY did).
+// flushCopies sends the batch's last kept rows: the block-keyed ones
+// queued now (the batch's Flush reads them back: the rollups, the webhook
+// events), the address-keyed ones when the batch commits
+// (store.Tx.QueueAtCommit): nothing in the batch's transaction reads those
+// tables, so with the pipeline's overlap (ingest, CommitAsync) the server
+// loads them while the writer applies the next batch. The commit waits for
+// both and fails if a COPY did.
 func (p *pgWriter) flushCopies(ctx context.Context, tx *store.Tx) error {
 	if err := p.send(ctx, tx, &p.kept); err != nil {
 		return err
 	}
-	return p.send(ctx, tx, &p.sorted)
+	return p.sendWith(ctx, tx.QueueAtCommit, &p.sorted)
 }
 
 // discard forgets the rows kept and not sent (the batch is abandoned; the
@@ -271,6 +284,43 @@ func (p *pgWriter) discard() {
 
 // write queues every non-empty row set and runs the batch in tx.
 func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) error {
+	tables, err := p.build(sets)
+	if err != nil {
+		return err
+	}
+	if len(tables) > 0 {
+		// The batch needs the pgx connection under the database/sql transaction.
+		if err := tx.Pgx(ctx, p.run(tables)); err != nil {
+			return fmt.Errorf("evm: write block: %w", err)
+		}
+	}
+	return p.sendFull(ctx, tx)
+}
+
+// writeAtCommit writes sets like write, but queued when tx commits
+// (store.Tx.QueueAtCommit), with buffers of its own (late): for rows that
+// nothing in the batch's transaction reads back after the writer's Flush
+// (the current native balances, the NFT ids), so that with the pipeline's
+// overlap the server writes them while the next batch is applied. The next
+// batch reads them only after this one committed (its Flush) or from memory
+// (flushedN).
+func (p *pgWriter) writeAtCommit(ctx context.Context, tx *store.Tx, sets []*rowSet) error {
+	if p.late == nil {
+		p.late = new(pgWriter)
+	}
+	tables, err := p.late.build(sets)
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	if err := tx.QueueAtCommit(ctx, p.late.run(tables)); err != nil {
+		return fmt.Errorf("evm: %w", err)
+	}
+	return nil
+}
+
+// build starts a new pipelined batch of the non-empty row sets' inserts
+// (the copyBatch ones are kept for COPY instead) and returns their tables.
+func (p *pgWriter) build(sets []*rowSet) ([]string, error) {
 	p.batch.QueuedQueries = p.batch.QueuedQueries[:0]
 	p.nt, p.ni, p.nb = 0, 0, 0
 	var tables []string
@@ -280,7 +330,7 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 			continue
 		}
 		if err := r.check(); err != nil {
-			return err
+			return nil, err
 		}
 		if r.spec.copyBatch {
 			p.keep(r)
@@ -294,14 +344,16 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		}
 		args, err := p.arrays(r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		p.batch.Queue(r.spec.unnest, args...)
 	}
-	if len(tables) == 0 {
-		return p.sendFull(ctx, tx)
-	}
-	run := func(ctx context.Context, conn *pgx.Conn) error {
+	return tables, nil
+}
+
+// run sends the built batch on a connection and checks each table's insert.
+func (p *pgWriter) run(tables []string) func(ctx context.Context, conn *pgx.Conn) error {
+	return func(ctx context.Context, conn *pgx.Conn) error {
 		br := conn.SendBatch(ctx, &p.batch)
 		for _, t := range tables {
 			if _, err := br.Exec(); err != nil {
@@ -311,11 +363,6 @@ func (p *pgWriter) write(ctx context.Context, tx *store.Tx, sets []*rowSet) erro
 		}
 		return br.Close()
 	}
-	// The batch needs the pgx connection under the database/sql transaction.
-	if err := tx.Pgx(ctx, run); err != nil {
-		return fmt.Errorf("evm: write block: %w", err)
-	}
-	return p.sendFull(ctx, tx)
 }
 
 // sendFull sends the kept rows once they are streamRows or more.

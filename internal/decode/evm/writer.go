@@ -240,8 +240,14 @@ type writer struct {
 	// per key per batch (Indexer.Flush), not once per block. They share their
 	// *big.Int with the caches and outlive a cache that is emptied: until
 	// the flush, they are the only copy of the key's balance.
-	dirtyN   map[common.Address]dirtyBalance
-	dirtyT   map[tokenKey]dirtyBalance
+	dirtyN map[common.Address]dirtyBalance
+	dirtyT map[tokenKey]dirtyBalance
+	// flushedN and flushedT are the last flush's dirty balances, kept until
+	// the next flush: on PostgreSQL the batch's commit may still run while
+	// the next batch is applied (ingest's overlap), and its reads of
+	// balances not in memory see only committed rows (readNative).
+	flushedN map[common.Address]dirtyBalance
+	flushedT map[tokenKey]dirtyBalance
 	dirtyNFT map[nftKey]dirtyNFT // likewise the NFT ids' rows
 	knownC   map[common.Address]ercType
 	knownNFT map[nftKey]struct{}
@@ -272,6 +278,8 @@ func newWriter(log *slog.Logger) *writer {
 		maxCached: maxCached,
 		dirtyN:    make(map[common.Address]dirtyBalance),
 		dirtyT:    make(map[tokenKey]dirtyBalance),
+		flushedN:  make(map[common.Address]dirtyBalance),
+		flushedT:  make(map[tokenKey]dirtyBalance),
 		dirtyNFT:  make(map[nftKey]dirtyNFT),
 		knownC:    make(map[common.Address]ercType),
 		knownNFT:  make(map[nftKey]struct{}),
@@ -311,6 +319,8 @@ func (w *writer) dropCaches() {
 	clear(w.cacheT)
 	clear(w.dirtyN)
 	clear(w.dirtyT)
+	clear(w.flushedN)
+	clear(w.flushedT)
 	clear(w.dirtyNFT)
 	clear(w.knownC)
 	clear(w.knownNFT)
@@ -788,7 +798,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if cur := current(w.cacheN, w.dirtyN, a); cur != nil {
+		if cur := current(w.cacheN, w.dirtyN, w.flushedN, a); cur != nil {
 			cur.Add(cur, d)
 			w.queueNative(a, cur, num)
 			continue
@@ -817,7 +827,7 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 		if d.Sign() == 0 {
 			continue
 		}
-		if cur := current(w.cacheT, w.dirtyT, k); cur != nil {
+		if cur := current(w.cacheT, w.dirtyT, w.flushedT, k); cur != nil {
 			cur.Add(cur, d)
 			w.queueToken(k, cur, num)
 			continue
@@ -934,13 +944,18 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 	w.dirtyT[k] = dirtyBalance{bal, num, m}
 }
 
-// current is k's current balance if known without a read (cached, or changed
-// in this batch), to be updated in place; nil otherwise.
-func current[K comparable](cache map[K]*big.Int, dirty map[K]dirtyBalance, k K) *big.Int {
+// current is k's current balance if known without a read (cached, changed
+// in this batch or flushed by the last), to be updated in place; nil
+// otherwise.
+func current[K comparable](cache map[K]*big.Int, dirty, flushed map[K]dirtyBalance, k K) *big.Int {
 	if v, ok := cache[k]; ok {
 		return v
 	}
-	if d, ok := dirty[k]; ok {
+	d, ok := dirty[k]
+	if !ok {
+		d, ok = flushed[k]
+	}
+	if ok {
 		cache[k] = d.bal
 		return d.bal
 	}
@@ -1000,13 +1015,20 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 		d := w.dirtyNFT[k]
 		w.nftRows.args = append(w.nftRows.args, hexString(k.token[:]), k.id, d.typ, d.owner, d.ownerBlock, d.firstBlock)
 	}
+	w.flushedN, w.dirtyN = w.dirtyN, w.flushedN
+	w.flushedT, w.dirtyT = w.dirtyT, w.flushedT
 	clear(w.dirtyN)
 	clear(w.dirtyT)
 	clear(w.dirtyNFT)
 
 	sets := []*rowSet{&w.tokBal, &w.natBal, &w.nftRows}
 	if tx.Dialect() == store.Postgres {
-		return w.pg.write(ctx, tx, sets)
+		// The token balances now: the NFT holder rollup reads them in the
+		// batch's transaction (internal/metrics); the rest at the commit.
+		if err := w.pg.write(ctx, tx, sets[:1]); err != nil {
+			return err
+		}
+		return w.pg.writeAtCommit(ctx, tx, sets[1:])
 	}
 	for _, r := range sets {
 		if err := r.flush(ctx, tx); err != nil {
@@ -1019,7 +1041,9 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 // readNative and readTokens read the current balances (PostgreSQL) outside
 // the batch's transaction (store.Tx.QueryCommitted): the batch writes them
 // only at its Flush, and its connection may be busy with the batch's queued
-// COPYs (pgWriter), which these reads need not wait for.
+// COPYs (pgWriter), which these reads need not wait for; nor for the
+// previous batch's commit: the keys it changed are in memory (flushedN,
+// flushedT), the others' committed rows are current.
 func (w *writer) readNative(ctx context.Context, tx *store.Tx, q string, args ...any) error {
 	rows, err := tx.QueryCommitted(ctx, q, args...)
 	if err != nil {

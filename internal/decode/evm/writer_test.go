@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
@@ -285,6 +288,46 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 			}
 		}
 	}
+	// overlapped: batches of 40 as the pipeline overlaps them on
+	// PostgreSQL (ingest.Pipeline.overlaps): each batch's commit runs on its
+	// own (CommitAsync, held back 100 ms by a queued sleep) while the next
+	// batch is applied on another connection (BeginAfter), whose Flush
+	// waits for it. With caches of 3 the next batch reads balances the
+	// batch in flight changed: they must come from memory, not from the
+	// committed rows (on SQLite the commits are synchronous).
+	overlapped := func(t *testing.T, db *store.DB, ix *Indexer) {
+		ctx := context.Background()
+		var prev *store.Pending
+		for i := 0; i < len(blocks); i += 40 {
+			tx, err := db.BeginAfter(ctx, prev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range blocks[i:min(i+40, len(blocks))] {
+				if err := ix.Apply(ctx, tx, b); err != nil {
+					t.Fatalf("apply %d: %v", b.Height, err)
+				}
+			}
+			if err := prev.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if err := ingest.Flush(ctx, ix, tx); err != nil {
+				t.Fatal(err)
+			}
+			if db.Dialect() == store.Postgres {
+				if err := tx.QueueAtCommit(ctx, func(context.Context, *pgx.Conn) error {
+					time.Sleep(100 * time.Millisecond)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prev = tx.CommitAsync(nil)
+		}
+		if err := prev.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	storetest.ForEachBackend(t, func(t *testing.T, perBlockDB *store.DB) {
 		indextest.Apply(t, perBlockDB, newIx(t, 0, -1), blocks, 1)
 		want := dumpTables(t, perBlockDB, tables)
@@ -325,6 +368,7 @@ func TestBalancesFlushedPerBatch(t *testing.T) {
 			}},
 			{"batches of 40 in lots of 50 rows, caches of 3", 3, 0, streamed(50, false)},
 			{"lots of one block, each block reading the last one's row", 0, 0, streamed(1, true)},
+			{"batches of 40 overlapping the last one's commit, caches of 3", 3, 0, overlapped},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
