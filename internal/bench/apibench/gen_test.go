@@ -47,20 +47,7 @@ func TestBulkGenerationMatchesIngestBatches(t *testing.T) {
 				}
 				dumps[run.name] = dumpTables(ctx, t, db)
 			}
-			ref, bulk := dumps["ingest"], dumps["bulk"]
-			if len(ref) < 30 {
-				t.Fatalf("only %d tables with rows", len(ref))
-			}
-			for table, h := range ref {
-				if bulk[table] != h {
-					t.Errorf("%s: bulk rows differ from the ingest batches' (%s vs %s)", table, bulk[table], h)
-				}
-			}
-			for table := range bulk {
-				if _, ok := ref[table]; !ok {
-					t.Errorf("%s: rows only in the bulk run", table)
-				}
-			}
+			sameTables(t, dumps["ingest"], dumps["bulk"], "the bulk run")
 		})
 	}
 }
@@ -93,18 +80,25 @@ func TestPostgresGeneratedInPlaceMatchesCopy(t *testing.T) {
 	if err := cache.backfillMetrics(ctx, inPlace); err != nil {
 		t.Fatal(err)
 	}
-	want, got := dumpTables(ctx, t, copied), dumpTables(ctx, t, inPlace)
+	sameTables(t, dumpTables(ctx, t, copied), dumpTables(ctx, t, inPlace), "the dataset generated in place")
+}
+
+// sameTables fails unless got (dumpTables of the run named what) holds the
+// tables of want, row for row, and no other; want must have at least 30
+// tables with rows, so that an empty dataset cannot pass.
+func sameTables(t *testing.T, want, got map[string]string, what string) {
+	t.Helper()
 	if len(want) < 30 {
 		t.Fatalf("only %d tables with rows", len(want))
 	}
 	for table, h := range want {
 		if got[table] != h {
-			t.Errorf("%s: rows generated in place differ from the copy's (%s vs %s)", table, got[table], h)
+			t.Errorf("%s: rows of %s differ (%s vs %s)", table, what, got[table], h)
 		}
 	}
 	for table := range got {
 		if _, ok := want[table]; !ok {
-			t.Errorf("%s: rows only in the dataset generated in place", table)
+			t.Errorf("%s: rows only in %s", table, what)
 		}
 	}
 }
