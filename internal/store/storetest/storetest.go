@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,7 +82,7 @@ func StartCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storetest: temp dir: %w", err)
 	}
-	c, err := StartClusterIn(dir)
+	c, err := startCluster(dir, true)
 	if err != nil {
 		os.RemoveAll(dir)
 	}
@@ -92,7 +93,11 @@ func StartCluster() (*Cluster, error) {
 // dir/data, initialising it first when dir holds none: a cluster kept
 // between runs (a benchmark's cached database, copied or reused). Stop
 // still removes dir; Shutdown keeps it.
-func StartClusterIn(dir string) (*Cluster, error) {
+func StartClusterIn(dir string) (*Cluster, error) { return startCluster(dir, false) }
+
+// startCluster starts the cluster of dir; throwaway: dir is removed when the
+// server is stopped for a dead test binary (watch).
+func startCluster(dir string, throwaway bool) (*Cluster, error) {
 	bin, err := PGBinDir()
 	if err != nil {
 		return nil, err
@@ -140,11 +145,45 @@ func StartClusterIn(dir string) (*Cluster, error) {
 		}
 		out, serr := c.run("pg_ctl", "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "-t", "300", "start").CombinedOutput()
 		if serr == nil {
+			if err := c.watch(throwaway); err != nil {
+				c.Stop()
+				return nil, err
+			}
 			return c, nil
 		}
 		err = fmt.Errorf("storetest: pg_ctl start: %w\n%s", serr, out)
 	}
 	return nil, err
+}
+
+// watchScript waits for the test binary ($1) to end, then stops the server
+// of the cluster directory $2 if it still runs (the remaining arguments: the
+// pg_ctl stop command) and, for a throwaway cluster ($3 = 1), removes $2.
+const watchScript = `pid=$1 dir=$2 rm=$3; shift 3
+while kill -0 "$pid" 2>/dev/null; do sleep 1; done
+[ -f "$dir/data/postmaster.pid" ] && "$@" >/dev/null 2>&1
+[ "$rm" = 1 ] && rm -rf "$dir"
+exit 0`
+
+// watch starts a watcher process that stops the server when the test binary
+// ends without stopping it: pg_ctl daemonizes the server, so a binary killed
+// by a timeout (go test's panic, or a kill) would leave it running with its
+// directory, a CPU-idle process holding memory and disk until the machine
+// restarts. The watcher has a session of its own (a kill of the test's
+// process group spares it) and no standard streams (go test waits for the
+// binary's output to close).
+func (c *Cluster) watch(throwaway bool) error {
+	rm := "0"
+	if throwaway {
+		rm = "1"
+	}
+	stop := c.run("pg_ctl", "-D", filepath.Join(c.dir, "data"), "-m", "fast", "-w", "-t", "600", "stop").Args
+	cmd := exec.Command("sh", append([]string{"-c", watchScript, "storetest-watch", strconv.Itoa(os.Getpid()), c.dir, rm}, stop...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("storetest: start the cluster's watcher: %w", err)
+	}
+	return cmd.Process.Release()
 }
 
 // Shutdown stops the server cleanly (a checkpoint first) and keeps its
