@@ -175,7 +175,7 @@ func sampleStrings(ctx context.Context, db *store.DB, q string, dst *[]string) e
 // OpenPostgres starts the cached PostgreSQL cluster and opens its dataset;
 // without one, it creates the cluster and fills it: by copying the SQLite
 // dataset of cfg when the cache holds one, else by generating the dataset
-// in the cluster itself (generatePostgres), so that a large one never needs
+// in the cluster itself (fillPostgres), so that a large one never needs
 // the SQLite file beside it. The generator is seeded, so both ways give
 // the same rows and both backends answer the same queries.
 func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) {
@@ -195,48 +195,11 @@ func (c *Cache) OpenPostgres(ctx context.Context, cfg Config) (*Dataset, error) 
 		return nil, err
 	}
 	ds := &Dataset{Backend: "postgres", close: []func(){pg.stop}}
-	if fresh && !c.hasSQLite(cfg) {
-		if m, err = c.generatePostgres(ctx, pg, cfg); err != nil {
+	if fresh {
+		if m, err = c.fillPostgres(ctx, pg, cfg); err != nil {
 			ds.Close()
 			return nil, err
 		}
-		if err := writeManifest(dir, m); err != nil {
-			ds.Close()
-			return nil, err
-		}
-	} else if fresh {
-		c.Log.Info("copying the SQLite dataset into PostgreSQL", "dir", dir)
-		src, err := c.OpenSQLite(ctx, cfg)
-		if err != nil {
-			ds.Close()
-			return nil, err
-		}
-		if err := pg.createDB(ctx); err != nil {
-			src.Close()
-			ds.Close()
-			return nil, err
-		}
-		dst, err := store.Open(ctx, pg.dsn())
-		if err != nil {
-			src.Close()
-			ds.Close()
-			return nil, err
-		}
-		start := time.Now()
-		err = copyDatabase(ctx, src.DB, dst, c.Log)
-		src.Close()
-		if err != nil {
-			dst.Close()
-			ds.Close()
-			return nil, fmt.Errorf("copy to postgres: %w", err)
-		}
-		m = src.Manifest
-		var size int64
-		if err := dst.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&size); err == nil {
-			m.DatabaseBytes = size
-		}
-		dst.Close()
-		c.Log.Info("copied", "elapsed", time.Since(start).Round(time.Second))
 		if err := writeManifest(dir, m); err != nil {
 			ds.Close()
 			return nil, err
@@ -282,13 +245,15 @@ func (c *Cache) hasSQLite(cfg Config) bool {
 	return err == nil && m.Version == Version && m.Config == cfg
 }
 
-// generatePostgres generates the dataset of cfg into a new database of pg:
-// the bulk path (Generate: large transactions, the deferred indexes built
-// after the last row), then VACUUM ANALYZE, the statistics and visibility
-// map autovacuum gives an operator's database after a load. It logs the
-// wall time and the CPU time of this process and of the server.
-func (c *Cache) generatePostgres(ctx context.Context, pg *pgCluster, cfg Config) (*Manifest, error) {
-	c.Log.Info("generating the dataset in PostgreSQL", "dir", pg.dir)
+// fillPostgres fills a new database of pg with the dataset of cfg: a copy
+// of the cached SQLite dataset when there is one (copyDatabase), else
+// generated in the database itself (the bulk path, Generate: large
+// transactions, the deferred indexes built after the last row), then
+// VACUUM ANALYZE, the statistics and visibility map autovacuum gives an
+// operator's database after a load. It logs the wall time and the CPU time
+// of this process and of the server, and returns the manifest with the
+// database's size.
+func (c *Cache) fillPostgres(ctx context.Context, pg *pgCluster, cfg Config) (*Manifest, error) {
 	if err := pg.createDB(ctx); err != nil {
 		return nil, err
 	}
@@ -297,27 +262,57 @@ func (c *Cache) generatePostgres(ctx context.Context, pg *pgCluster, cfg Config)
 		return nil, err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return nil, err
-	}
 	server, ok := ServerMeter(ctx, db)
 	if !ok {
 		server = Meter{Read: func() time.Duration { return 0 }}
 	}
 	start, self0, server0 := time.Now(), proccpu.Process(os.Getpid()), server.Read()
-	m, err := Generate(ctx, db, cfg, c.Log)
+	var m *Manifest
+	if c.hasSQLite(cfg) {
+		c.Log.Info("copying the SQLite dataset into PostgreSQL", "dir", pg.dir)
+		m, err = c.copySQLite(ctx, db, cfg)
+	} else {
+		c.Log.Info("generating the dataset in PostgreSQL", "dir", pg.dir)
+		m, err = generateVacuumed(ctx, db, cfg, c.Log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&m.DatabaseBytes); err != nil {
+		return nil, fmt.Errorf("database size: %w", err)
+	}
+	c.Log.Info("filled PostgreSQL", "elapsed", time.Since(start).Round(time.Second),
+		"cpu", (proccpu.Process(os.Getpid()) - self0).Round(time.Second), "server_cpu", (server.Read() - server0).Round(time.Second),
+		"bytes", m.DatabaseBytes)
+	return m, nil
+}
+
+// copySQLite copies the cached SQLite dataset of cfg into db (migrated,
+// indexed and vacuumed by copyDatabase) and returns its manifest.
+func (c *Cache) copySQLite(ctx context.Context, db *store.DB, cfg Config) (*Manifest, error) {
+	src, err := c.OpenSQLite(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	if err := copyDatabase(ctx, src.DB, db, c.Log); err != nil {
+		return nil, fmt.Errorf("copy to postgres: %w", err)
+	}
+	return src.Manifest, nil
+}
+
+// generateVacuumed generates the dataset of cfg into db, then vacuums it.
+func generateVacuumed(ctx context.Context, db *store.DB, cfg Config, log *slog.Logger) (*Manifest, error) {
+	if err := db.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	m, err := Generate(ctx, db, cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("generate in postgres: %w", err)
 	}
 	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
 		return nil, fmt.Errorf("vacuum analyze: %w", err)
 	}
-	if err := db.QueryRowContext(ctx, `SELECT pg_database_size(current_database())`).Scan(&m.DatabaseBytes); err != nil {
-		return nil, fmt.Errorf("database size: %w", err)
-	}
-	c.Log.Info("generated in PostgreSQL", "elapsed", time.Since(start).Round(time.Second),
-		"cpu", (proccpu.Process(os.Getpid()) - self0).Round(time.Second), "server_cpu", (server.Read() - server0).Round(time.Second),
-		"bytes", m.DatabaseBytes)
 	return m, nil
 }
 

@@ -74,7 +74,7 @@ func TestPostgresGeneratedInPlaceMatchesCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	inPlace := storetest.Open(t, storetest.PostgresDSN(t))
-	if _, err := Generate(ctx, inPlace, SmokeConfig(), nil); err != nil {
+	if _, err := generateVacuumed(ctx, inPlace, SmokeConfig(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	if err := cache.backfillMetrics(ctx, inPlace); err != nil {
