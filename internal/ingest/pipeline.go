@@ -486,10 +486,9 @@ func (p *Pipeline) ingestRange(ctx context.Context, c Chain, from, to, tip uint6
 		p.batchCommitted(ctx, c, from+done-1, b.n, tip, b.began, st)
 		return nil
 	}
-	overlap := p.overlaps(c)
 	for from+queued <= to {
 		began := time.Now()
-		n, pend, err := p.writeBatch(ctx, c, chunks, tip, prev, settle, overlap)
+		n, pend, err := p.writeBatch(ctx, c, chunks, tip, prev, settle)
 		queued += n
 		if pend != nil {
 			prev = &inflight{pend: pend, n: n, began: began}
@@ -618,10 +617,11 @@ func validateBatch(blocks []RawBlock, from, to uint64) error {
 //
 // prev is the batch whose commit is still in flight, if any; settle waits
 // for it (and records it) and runs before this batch's Flush, which reads
-// what prev wrote. With overlap the commit runs on its own: writeBatch
-// returns the blocks applied and their pending commit (settle's next
-// call waits for it); without, it commits and returns a nil Pending.
-func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk, tip uint64, prev *inflight, settle func() error, overlap bool) (uint64, *store.Pending, error) {
+// what prev wrote. When c's batches overlap (overlaps) the commit runs on
+// its own: writeBatch returns the blocks applied and their pending commit
+// (settle's next call waits for it); else it commits and returns a nil
+// Pending.
+func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk, tip uint64, prev *inflight, settle func() error) (uint64, *store.Pending, error) {
 	// A batch that started writing finishes even if shutdown begins: the
 	// pipeline stops between batches, never inside one. Its context lasts
 	// until its commit ended (CommitAsync's release).
@@ -700,7 +700,7 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 	if err := SetCheckpoint(wctx, tx, c.Key, last, tip); err != nil {
 		return 0, nil, err
 	}
-	if overlap {
+	if p.overlaps(c) {
 		pend := tx.CommitAsync(cancel)
 		tx, cancel = nil, nil
 		return n, pend, fetchErr
