@@ -48,6 +48,32 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		if got := maxBalances(t, db); !reflect.DeepEqual(got, want) {
 			t.Errorf("migration 0122's max_balance differs from the history's")
 		}
+		// evm_token_balance_buckets, kept by the indexer batch after batch,
+		// equals migration 0190's fill from the history.
+		spans := tableRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+			FROM evm_token_balance_buckets WHERE chain_key = 'C'`)
+		if buckets := tableRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
+			t.Errorf("%d bucket rows in %d buckets: the test proves little", len(spans), len(buckets))
+		}
+		dialect := "sqlite"
+		if db.Dialect() == store.Postgres {
+			dialect = "postgres"
+		}
+		body, err = os.ReadFile("../store/migrations/0190_token_balance_buckets_fill." + dialect + ".sql")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill = strings.ReplaceAll(strings.TrimSuffix(strings.TrimSpace(string(body)), ";"), "4096", fmt.Sprint(1<<testBucketBits))
+		if _, err := db.ExecContext(ctx, `DELETE FROM evm_token_balance_buckets`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, fill); err != nil {
+			t.Fatal(err)
+		}
+		if got := tableRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+			FROM evm_token_balance_buckets WHERE chain_key = 'C'`); !reflect.DeepEqual(got, spans) {
+			t.Errorf("migration 0190's evm_token_balance_buckets (%d rows) differs from the indexer's (%d rows)", len(got), len(spans))
+		}
 
 		var tokens, types []string
 		for _, tok := range holderTokens(t, db) {
@@ -111,7 +137,7 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 		}
 		// next reads p's next page; done when there is none.
 		next := func(p *paging) (done bool) {
-			page, walk, more, err := HeldAbove(ctx, db, "C", p.token, p.typ, p.threshold, p.r[0], p.r[1], p.after, p.walk, p.n)
+			page, walk, more, err := HeldAbove(ctx, db, heldQuery(p.token, p.typ, p.threshold, p.r), p.after, p.walk, p.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,6 +193,41 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 	})
 }
 
+// heldQuery is HeldAbove's question on the test chain "C" (testBucketBits).
+func heldQuery(token, typ string, threshold *big.Int, r [2]int64) HeldQuery {
+	return HeldQuery{Chain: "C", Token: token, ErcType: typ, Threshold: threshold, Start: r[0], End: r[1], BucketBits: testBucketBits}
+}
+
+// tableRows reads a query's rows as text, a set.
+func tableRows(t *testing.T, db *store.DB, q string) map[string]bool {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		out[fmt.Sprintf("%x", vals)] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // holderTokens is the ERC-20 and ERC-721 tokens with balances: address, type.
 func holderTokens(t *testing.T, db *store.DB) [][2]string {
 	t.Helper()
@@ -203,7 +264,7 @@ func pageHeld(t *testing.T, db *store.DB, token, typ string, threshold *big.Int,
 		if walk != nil {
 			resumed++
 		}
-		page, next, more, err := HeldAbove(context.Background(), db, "C", token, typ, threshold, r[0], r[1], after, walk, n)
+		page, next, more, err := HeldAbove(context.Background(), db, heldQuery(token, typ, threshold, r), after, walk, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,37 +357,40 @@ func maxFromHistory(t *testing.T, db *store.DB) map[string]string {
 
 // A next page takes a candidate as decided by the previous page's walk when
 // it is kept, or came before the walk's stop and has not changed since; a
-// candidate whose largest balance grew after the walk (so that it now comes
-// before the stop) or that is new is walked again.
+// candidate whose bound grew after the walk (so that it now comes before the
+// stop) or that is new is walked again. A walk of another range, page size
+// or bucket size is not resumed.
 func TestHeldResumeCovers(t *testing.T) {
-	r := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, Max: "1000", Addr: "0x20", Undecided: []held{{Addr: "0x99", Bal: "5"}}}
-	all := &HeldResume{Start: -1, End: 10, Size: 3, Changed: 500, All: true}
+	r := &HeldResume{Start: -1, End: 10, Size: 3, Bits: 12, Changed: 500, Bound: "1000", Addr: "0x20", Undecided: []held{{Addr: "0x99", Bal: "5"}}}
+	all := &HeldResume{Start: -1, End: 10, Size: 3, Bits: 12, Changed: 500, All: true}
+	q := HeldQuery{Start: -1, End: 10, BucketBits: 12}
 	for _, tc := range []struct {
 		r    *HeldResume
 		c    candidate
 		want bool
 	}{
-		{r, candidate{addr: "0x10", changed: 400, max: "2000"}, true},  // larger maximum
-		{r, candidate{addr: "0x10", changed: 500, max: "1000"}, true},  // same maximum, address before
-		{r, candidate{addr: "0x20", changed: 400, max: "1000"}, false}, // the stop
-		{r, candidate{addr: "0x30", changed: 400, max: "1000"}, false}, // after it
-		{r, candidate{addr: "0x10", changed: 400, max: "999"}, false},  // smaller maximum
-		{r, candidate{addr: "0x10", changed: 501, max: "2000"}, false}, // changed since: its maximum may have grown
-		{r, candidate{addr: "0x99", changed: 900, max: "1"}, true},     // kept
-		{all, candidate{addr: "0x10", changed: 500, max: "1"}, true},
-		{all, candidate{addr: "0x10", changed: 501, max: "1"}, false},
+		{r, candidate{addr: "0x10", changed: 400, bound: "2000"}, true},  // larger bound
+		{r, candidate{addr: "0x10", changed: 500, bound: "1000"}, true},  // same bound, address before
+		{r, candidate{addr: "0x20", changed: 400, bound: "1000"}, false}, // the stop
+		{r, candidate{addr: "0x30", changed: 400, bound: "1000"}, false}, // after it
+		{r, candidate{addr: "0x10", changed: 400, bound: "999"}, false},  // smaller bound
+		{r, candidate{addr: "0x10", changed: 501, bound: "2000"}, false}, // changed since: its bound may have grown
+		{r, candidate{addr: "0x99", changed: 900, bound: "1"}, true},     // kept
+		{all, candidate{addr: "0x10", changed: 500, bound: "1"}, true},
+		{all, candidate{addr: "0x10", changed: 501, bound: "1"}, false},
 	} {
-		w := tc.r.walked(-1, 10, 3, &HeldBalance{})
-		if got := w.covers(tc.c); got != tc.want {
+		w := tc.r.walked(q, 3, &HeldBalance{})
+		if got := w.covers(&tc.c); got != tc.want {
 			t.Errorf("%+v: covered %v, want %v", tc.c, got, tc.want)
 		}
 	}
-	if w := r.walked(-1, 10, 3, nil); w.covers(candidate{addr: "0x10", changed: 400, max: "2000"}) {
+	if w := r.walked(q, 3, nil); w.covers(&candidate{addr: "0x10", changed: 400, bound: "2000"}) {
 		t.Error("a first page went on from a walk")
 	}
-	for _, other := range [][3]int64{{0, 10, 3}, {-1, 11, 3}, {-1, 10, 4}} {
-		if w := r.walked(other[0], other[1], int(other[2]), &HeldBalance{}); w != nil {
-			t.Errorf("range and size %v went on from a walk of (-1, 10, 3)", other)
+	for _, other := range [][4]int64{{0, 10, 3, 12}, {-1, 11, 3, 12}, {-1, 10, 4, 12}, {-1, 10, 3, 4}} {
+		oq := HeldQuery{Start: other[0], End: other[1], BucketBits: int(other[3])}
+		if w := r.walked(oq, int(other[2]), &HeldBalance{}); w != nil {
+			t.Errorf("range, size and bucket size %v went on from a walk of (-1, 10, 3, 12)", other)
 		}
 	}
 }

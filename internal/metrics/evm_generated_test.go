@@ -79,10 +79,16 @@ func newEVMRollup(t *testing.T, g *evm.Generator, clock time.Time) ingest.Indexe
 	return newChainRollup(t, "C", g, clock)
 }
 
+// testBucketBits sizes the test indexers' evm_token_balance_buckets: 16
+// blocks, so that the generated chains' few hundred blocks cross buckets
+// (HeldAbove reads with the same, heldQuery).
+const testBucketBits = 4
+
 // newChainRollup is newEVMRollup for the chain of key chain.
 func newChainRollup(t *testing.T, chain string, g *evm.Generator, clock time.Time) ingest.Indexer {
 	t.Helper()
-	inner, err := evm.NewIndexer(evm.Config{ChainKey: chain, GenesisAlloc: g.Alloc(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	inner, err := evm.NewIndexer(evm.Config{ChainKey: chain, GenesisAlloc: g.Alloc(), HolderBucketBits: testBucketBits,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,8 @@ func (h *handlers) tokenBalances(r *http.Request) (any, error) {
 		}
 		after = &rollup.HeldBalance{Address: cur.Address, Balance: b}
 	}
-	page, walk, more, err := rollup.HeldAbove(ctx, h.d.DB, chain.Key, contract, ercType, threshold, startBlock, endBlock, after, cur.Walk, size)
+	q := rollup.HeldQuery{Chain: chain.Key, Token: contract, ErcType: ercType, Threshold: threshold, Start: startBlock, End: endBlock}
+	page, walk, more, err := rollup.HeldAbove(ctx, h.d.DB, q, after, cur.Walk, size)
 	if err != nil {
 		return nil, err
 	}

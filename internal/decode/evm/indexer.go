@@ -88,6 +88,10 @@ type Config struct {
 	// any tx that runs code may then have minted.
 	Minters       []common.Address
 	MinterEnabled bool
+	// HolderBucketBits sizes evm_token_balance_buckets' buckets; 0 is
+	// HolderBucketBits, what the Metrics API reads. Tests set smaller ones
+	// (and read with the same) to cross buckets on short chains.
+	HolderBucketBits int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -236,6 +240,9 @@ func NewIndexer(cfg Config) (*Indexer, error) {
 	}
 	log = log.With("chain", cfg.ChainKey)
 	ix := &Indexer{cfg: cfg, log: log, w: newWriter(log)}
+	if ix.w.bucketBits = cfg.HolderBucketBits; ix.w.bucketBits == 0 {
+		ix.w.bucketBits = HolderBucketBits
+	}
 	if len(cfg.Minters) > 0 {
 		ix.minters = make(map[common.Address]bool, len(cfg.Minters))
 		for _, a := range cfg.Minters {
@@ -251,6 +258,7 @@ func (ix *Indexer) DerivedTables() []string {
 	t := []string{
 		"evm_blocks", "evm_txs", "evm_address_txs", "evm_logs", "evm_transfers", "evm_contracts",
 		"evm_nft_tokens", "evm_nft_owner_history", "evm_token_balances", "evm_token_balance_history",
+		"evm_token_balance_buckets",
 		"evm_native_balances", "evm_native_balance_history",
 		"evm_internal_txs", "evm_address_internals", "evm_untrusted_balances",
 		"evm_untrusted_tokens",

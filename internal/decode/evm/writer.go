@@ -75,6 +75,17 @@ var (
 	insTokenHist = batchCopied(newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
 		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, ""),
 		"holder", "erc_type", "token", "token_id")
+	// evm_token_balance_buckets (migration 0190, buckets.go): a key's span
+	// in a bucket may be written by several batches; the first one's first
+	// change and entering balance stay, the last one's last change wins, hi
+	// keeps the larger (non-negative decimals).
+	insTokenBuckets = newInsert("evm_token_balance_buckets", []column{bText("chain_key"), cBlob("token"), cText("erc_type"),
+		cInt("bucket"), cBlob("holder"), cInt("first_block"), cText("entering"), cInt("last_block"), cText("last_balance"), cText("hi")},
+		"ON CONFLICT (chain_key, token, erc_type, bucket, holder) DO UPDATE SET last_block = excluded.last_block,"+
+			" last_balance = excluded.last_balance,"+
+			" hi = CASE WHEN LENGTH(excluded.hi) > LENGTH(evm_token_balance_buckets.hi)"+
+			" OR (LENGTH(excluded.hi) = LENGTH(evm_token_balance_buckets.hi) AND excluded.hi > evm_token_balance_buckets.hi)"+
+			" THEN excluded.hi ELSE evm_token_balance_buckets.hi END")
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
 		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
@@ -222,6 +233,9 @@ type writer struct {
 	chain string
 
 	natBal, tokBal, nftRows rowSet // per batch (flushBalances)
+	spans                   rowSet // likewise evm_token_balance_buckets (buckets.go)
+	closedSpans             []spanRow
+	bucketBits              int
 
 	keysN []common.Address
 	keysT []tokenKey
@@ -287,6 +301,7 @@ func newWriter(log *slog.Logger) *writer {
 		idxN:      make(map[string]int),
 		nftRows:   rowSet{spec: insNFTs},
 		tokBal:    rowSet{spec: insTokenBal},
+		spans:     rowSet{spec: insTokenBuckets},
 		natBal:    rowSet{spec: insNativeBal},
 		cumAt:     -1,
 		sq:        sqliteSorted{max: sortedRows},
@@ -302,7 +317,8 @@ const maxCached = 1 << 18
 type dirtyBalance struct {
 	bal   *big.Int
 	block int64
-	max   string // tokens: the largest non-negative balance after a block of the batch, decimal ('' none)
+	max   string     // tokens: the largest non-negative balance after a block of the batch, decimal ('' none)
+	span  holderSpan // tokens with id '': the changes in the bucket of the last one
 }
 
 // dirtyNFT is an evm_nft_tokens row waiting for flushBalances: what the
@@ -323,6 +339,8 @@ func (w *writer) dropCaches() {
 	clear(w.flushedN)
 	clear(w.flushedT)
 	clear(w.dirtyNFT)
+	clear(w.closedSpans)
+	w.closedSpans = w.closedSpans[:0]
 	clear(w.knownC)
 	clear(w.knownNFT)
 	w.pg.discard()
@@ -829,8 +847,9 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 			continue
 		}
 		if cur := current(w.cacheT, w.dirtyT, w.flushedT, k); cur != nil {
+			entering := w.entering(k, cur)
 			cur.Add(cur, d)
-			w.queueToken(k, cur, num)
+			w.queueToken(k, cur, num, entering)
 			continue
 		}
 		w.strsT[tokenKeyStr{string(k.holder[:]), k.typ.String(), string(k.token[:]), k.id}] = len(w.keysT)
@@ -842,11 +861,12 @@ func (w *writer) balances(ctx context.Context, tx *store.Tx) error {
 	}
 	for i, k := range w.keysT {
 		bal := new(big.Int).Set(w.tokens[k])
+		entering := w.entering(k, w.oldT[i])
 		if old := w.oldT[i]; old != nil {
 			bal.Add(bal, old)
 		}
 		w.cacheT[k] = bal
-		w.queueToken(k, bal, num)
+		w.queueToken(k, bal, num, entering)
 	}
 	return nil
 }
@@ -928,7 +948,18 @@ func (w *writer) queueNative(a common.Address, bal *big.Int, num int64) {
 	w.dirtyN[a] = dirtyBalance{bal: bal, block: num}
 }
 
-func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
+// entering is k's balance before a change (old; nil: none) as its bucket
+// span's entering balance, when the span starts with it: k not yet changed
+// in the batch, and a balance rather than an NFT id's. Otherwise, or
+// without a balance before, "".
+func (w *writer) entering(k tokenKey, old *big.Int) string {
+	if _, dirty := w.dirtyT[k]; dirty || k.id != "" || old == nil {
+		return ""
+	}
+	return decimal(old)
+}
+
+func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64, entering string) {
 	if bal.Sign() < 0 {
 		// The token moved value without Transfer events (rebasing, fee-on-transfer bugs, ...).
 		w.log.Warn("computed token balance is negative", "block", num, "holder", w.addr(k.holder),
@@ -938,11 +969,16 @@ func (w *writer) queueToken(k tokenKey, bal *big.Int, num int64) {
 	w.tokHist.args = append(w.tokHist.args, w.raw(k.holder), k.typ.String(), w.raw(k.token), k.id, dec)
 	// The batch's maximum as the decimal already made for the history row
 	// (bal is updated in place by later blocks).
-	m := w.dirtyT[k].max
-	if bal.Sign() >= 0 && (len(dec) > len(m) || (len(dec) == len(m) && dec > m)) {
+	d, dirty := w.dirtyT[k]
+	m := d.max
+	if bal.Sign() >= 0 && greaterDecimal(dec, m) {
 		m = dec
 	}
-	w.dirtyT[k] = dirtyBalance{bal, num, m}
+	nd := dirtyBalance{bal: bal, block: num, max: m}
+	if k.id == "" {
+		nd.span = spanAfter(d, dirty, entering, dec, num>>w.bucketBits, num, k, &w.closedSpans)
+	}
+	w.dirtyT[k] = nd
 }
 
 // current is k's current balance if known without a read (cached, changed
@@ -975,9 +1011,12 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	w.natBal.reset()
 	w.tokBal.reset()
 	w.nftRows.reset()
+	w.spans.reset()
 	w.natBal.blockArgs = append(w.natBal.blockArgs, w.chain)
 	w.tokBal.blockArgs = append(w.tokBal.blockArgs, w.chain)
 	w.nftRows.blockArgs = append(w.nftRows.blockArgs, w.chain)
+	w.spans.blockArgs = append(w.spans.blockArgs, w.chain)
+	w.queueSpans()
 
 	type natRow struct {
 		addr common.Address
@@ -1022,7 +1061,7 @@ func (w *writer) flushBalances(ctx context.Context, tx *store.Tx) error {
 	clear(w.dirtyT)
 	clear(w.dirtyNFT)
 
-	sets := []*rowSet{&w.tokBal, &w.natBal, &w.nftRows}
+	sets := []*rowSet{&w.tokBal, &w.natBal, &w.nftRows, &w.spans}
 	if tx.Dialect() == store.Postgres {
 		// The token balances now: the NFT holder rollup reads them in the
 		// batch's transaction (internal/metrics); the rest at the commit.
