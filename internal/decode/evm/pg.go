@@ -62,6 +62,7 @@ type pgKept struct {
 	copies []*pgCopy
 	arena  []byte
 	rows   int
+	enc    binaryCopy // its buffer is reused with the lot
 }
 
 // streamRows is the default pgWriter.streamRows: about 100 blocks of 20 txs.
@@ -236,11 +237,7 @@ func (k *pgKept) copy(ctx context.Context, conn *pgx.Conn) error {
 		}
 		c.sortRows()
 		c.next = 0
-		cols := make([]string, len(c.spec.cols))
-		for i, col := range c.spec.cols {
-			cols[i] = col.name
-		}
-		if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.spec.table}, cols, c); err != nil {
+		if err := k.enc.copy(ctx, conn, c); err != nil {
 			return fmt.Errorf("evm: copy into %s: %w", c.spec.table, err)
 		}
 	}
