@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +116,58 @@ func TestBinaryCopyMatchesPgxCopyFrom(t *testing.T) {
 			}
 			if rows != len(tc.rows) || diff != 0 {
 				t.Fatalf("%d rows loaded of %d, %d differ from pgx's", rows, len(tc.rows), diff)
+			}
+		})
+	}
+}
+
+// sortRows orders the kept rows as compareValue does over the table's key
+// columns, then by row number (the reference: a stable sort by the key
+// alone), whatever the values' first bytes share: equal 8-byte prefixes,
+// values shorter than 8 bytes, empty values, negative integers (key
+// columns are never NULL).
+func TestSortRowsInKeyOrder(t *testing.T) {
+	p8 := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	vals := []any{
+		[]byte{}, []byte{0}, []byte{0, 0, 0, 0, 0, 0, 0, 0, 1}, []byte{1}, p8,
+		append(p8[:8:8], 0), append(p8[:8:8], 9), append(p8[:8:8], 1, 2), []byte{255, 255},
+	}
+	texts := []any{"", "ERC-20", "ERC-721", "ERC-1155", "ERC-20\x00", "ERC-20x"}
+	ints := []any{int64(-1), int64(0), int64(1), int64(math.MinInt64), int64(math.MaxInt64)}
+	cols := [][]any{vals, texts, ints}
+	cases := []struct {
+		name string
+		key  []int
+		pick func(r, c int) int // row r's value of column c: cols[c][pick(r, c) % len]
+	}{
+		{"bytes then text then integer", []int{0, 1, 2}, func(r, c int) int { return r*7 + c*3 + r/5 }},
+		{"text first", []int{1, 0}, func(r, c int) int { return r*5 + c }},
+		{"integer first", []int{2, 1}, func(r, c int) int { return r*3 + c*2 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			const n, w = 400, 3
+			c := &pgCopy{spec: &insertSpec{cols: make([]column, w), copyKey: tc.key}}
+			for r := range n {
+				for col := range w {
+					c.vals = append(c.vals, cols[col][tc.pick(r, col)%len(cols[col])])
+				}
+			}
+			want := make([]int32, n)
+			for i := range want {
+				want[i] = int32(i)
+			}
+			slices.SortStableFunc(want, func(a, b int32) int {
+				for _, k := range tc.key {
+					if d := compareValue(c.vals[int(a)*w+k], c.vals[int(b)*w+k]); d != 0 {
+						return d
+					}
+				}
+				return 0
+			})
+			c.sortRows()
+			if !slices.Equal(c.order, want) {
+				t.Fatalf("order %v\nwant  %v", c.order[:20], want[:20])
 			}
 		})
 	}
