@@ -76,21 +76,16 @@ type pgCopy struct {
 	vals   []any
 	order  []int32  // row numbers, sorted by the table's key (sortRows)
 	prefix []uint64 // per row, prefix8 of its first key column (sortRows)
-	next   int      // CopyFromSource position in order
+	next   int      // rows sent so far, in order (binaryCopy)
 }
 
+// Next moves to the next row in order (c.order[c.next-1]), false at the end.
 func (c *pgCopy) Next() bool {
 	if c.next >= len(c.order) {
 		return false
 	}
 	c.next++
 	return true
-}
-
-func (c *pgCopy) Values() ([]any, error) {
-	w := len(c.spec.cols)
-	i := int(c.order[c.next-1])
-	return c.vals[i*w : (i+1)*w], nil
 }
 
 // sortRows orders the rows by the table's key columns (copyKey), stable:
@@ -169,8 +164,6 @@ func compareValue(a, b any) int {
 	}
 	return 0
 }
-
-func (c *pgCopy) Err() error { return nil }
 
 // keep appends r's rows to its table's lot, bytes copied into the arena.
 func (p *pgWriter) keep(r *rowSet) {
