@@ -336,6 +336,12 @@ func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) er
 			return fmt.Errorf("delete holders: %w", err)
 		}
 	}
+	if tx.Dialect() == store.Postgres && len(upserts) > 0 {
+		if err := writeHoldersPG(ctx, tx, chain, upserts); err != nil {
+			return err
+		}
+		upserts = nil
+	}
 	for i := 0; i < len(upserts); i += 3 * pairsPerStatement {
 		chunk := upserts[i:min(i+3*pairsPerStatement, len(upserts))]
 		q := w.orQuery("ins", len(chunk)/3, `INSERT INTO metrics_nft_holders (chain_key, token, holder, units_key) VALUES `, ",",
@@ -352,6 +358,33 @@ func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) er
 		return nil
 	}
 	return w.writeCollections(ctx, tx, chain, tokens, deltas)
+}
+
+// upHoldersPG writes the batch's changed pairs in one statement, passed as
+// arrays (prepared once per transaction): the VALUES lists of 100 rows took
+// ~10 statements a batch, and the last one's text differed with its row
+// count, so it was parsed and planned again each batch (issue #22).
+const upHoldersPG = `INSERT INTO metrics_nft_holders (chain_key, token, holder, units_key)
+	SELECT $1, u.token, u.holder, u.units_key FROM unnest($2::text[], $3::text[], $4::text[]) AS u(token, holder, units_key)
+	ON CONFLICT (chain_key, token, holder) DO UPDATE SET units_key = excluded.units_key`
+
+// writeHoldersPG upserts the token, holder, units_key triples on PostgreSQL.
+func writeHoldersPG(ctx context.Context, tx *store.Tx, chain string, triples []any) error {
+	n := len(triples) / 3
+	tokens, holders, keys := make([]string, n), make([]string, n), make([]string, n)
+	for i := range n {
+		var ok [3]bool
+		tokens[i], ok[0] = triples[3*i].(string)
+		holders[i], ok[1] = triples[3*i+1].(string)
+		keys[i], ok[2] = triples[3*i+2].(string)
+		if ok != [3]bool{true, true, true} {
+			return fmt.Errorf("write holders: pair %d: %T, %T, %T", i, triples[3*i], triples[3*i+1], triples[3*i+2])
+		}
+	}
+	if _, err := tx.Exec(ctx, upHoldersPG, chain, tokens, holders, keys); err != nil {
+		return fmt.Errorf("write holders: %w", err)
+	}
+	return nil
 }
 
 // writeCollections adds the deltas to the per-contract totals.
