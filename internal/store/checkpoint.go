@@ -6,9 +6,13 @@ import (
 	"fmt"
 )
 
-// walBackstopPages is the writer's own wal_autocheckpoint: reached only when
-// the background checkpointer falls behind (e.g. long readers hold old
-// snapshots), so the WAL cannot grow without bound.
+// walBackstopPages is the writer's own wal_autocheckpoint, so the WAL cannot
+// grow without bound: reached when the background checkpointer falls behind
+// (e.g. long readers hold old snapshots), and every few batches of a bulk
+// catch-up: SQLite restarts the WAL only when a write transaction begins
+// with every frame copied, which back-to-back batches never see, so there
+// the WAL grows until a commit passes this and checkpoints on the writer
+// (docs/benchmarks.md "Eleventh session": 250,000 pages did not help).
 const walBackstopPages = 100000 // 800 MB at 8 KiB pages (400 MB at 4 KiB)
 
 // checkpointer copies the WAL back into a file database on its own

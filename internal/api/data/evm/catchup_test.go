@@ -2,8 +2,12 @@ package evm_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -30,7 +34,7 @@ func TestAnswersDuringBulkCatchUp(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			mux := api.NewMux(log)
 			apievm.Register(mux, apievm.Deps{DB: te.DB, Network: te.Network, Pager: te.Pager, Log: log})
-			paths := catchUpPaths(t, te.DB)
+			paths := append(catchUpPaths(t, te.DB), nftPages(t, mux, te.DB)...)
 			serve := func() map[string]string {
 				out := map[string]string{}
 				for _, p := range paths {
@@ -114,6 +118,47 @@ func catchUpPaths(t *testing.T, db *store.DB) []string {
 	paths = append(paths, base+"/transactions?pageSize=100", base+"/transactions?pageSize=100&status=failed", base+"/blocks?pageSize=100")
 	if len(paths) < 50 {
 		t.Fatalf("only %d requests from the index", len(paths))
+	}
+	return paths
+}
+
+// nftPages lists every page of each collection's NFT ids (the numeric order
+// reads through a deferrable index), two ids a page: continued pages read
+// two id ranges (listNFTTokens).
+func nftPages(t *testing.T, mux http.Handler, db *store.DB) []string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `SELECT DISTINCT token FROM evm_nft_tokens WHERE chain_key = 'C'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, a)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, a := range tokens {
+		p := "/v1/chains/88888/nfts/collections/" + a + "/tokens?pageSize=2"
+		for page := 0; page < 50; page++ {
+			paths = append(paths, p)
+			code, body := apitest.ServeUnvalidated(t, mux, "GET", p)
+			var r struct {
+				NextPageToken string `json:"nextPageToken"`
+			}
+			if code != http.StatusOK || json.Unmarshal(body, &r) != nil || r.NextPageToken == "" {
+				break
+			}
+			p = "/v1/chains/88888/nfts/collections/" + a + "/tokens?pageSize=2&pageToken=" + url.QueryEscape(r.NextPageToken)
+		}
+	}
+	if len(tokens) == 0 || len(paths) < 2*len(tokens) {
+		t.Fatalf("%d NFT listing pages for %d collections: no listing goes past one page", len(paths), len(tokens))
 	}
 	return paths
 }
