@@ -50,9 +50,9 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		}
 		// evm_token_balance_buckets, kept by the indexer batch after batch,
 		// equals migration 0190's fill from the history.
-		spans := tableRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+		spans := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`)
-		if buckets := tableRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
+		if buckets := queryRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
 			t.Errorf("%d bucket rows in %d buckets: the test proves little", len(spans), len(buckets))
 		}
 		dialect := "sqlite"
@@ -70,7 +70,7 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		if _, err := db.ExecContext(ctx, fill); err != nil {
 			t.Fatal(err)
 		}
-		if got := tableRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+		if got := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`); !reflect.DeepEqual(got, spans) {
 			t.Errorf("migration 0190's evm_token_balance_buckets (%d rows) differs from the indexer's (%d rows)", len(got), len(spans))
 		}
@@ -196,36 +196,6 @@ func TestHeldAboveResumeAfterNewBlocks(t *testing.T) {
 // heldQuery is HeldAbove's question on the test chain "C" (testBucketBits).
 func heldQuery(token, typ string, threshold *big.Int, r [2]int64) HeldQuery {
 	return HeldQuery{Chain: "C", Token: token, ErcType: typ, Threshold: threshold, Start: r[0], End: r[1], BucketBits: testBucketBits}
-}
-
-// tableRows reads a query's rows as text, a set.
-func tableRows(t *testing.T, db *store.DB, q string) map[string]bool {
-	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]bool{}
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		out[fmt.Sprintf("%x", vals)] = true
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // holderTokens is the ERC-20 and ERC-721 tokens with balances: address, type.
