@@ -55,11 +55,7 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		if buckets := queryRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
 			t.Errorf("%d bucket rows in %d buckets: the test proves little", len(spans), len(buckets))
 		}
-		dialect := "sqlite"
-		if db.Dialect() == store.Postgres {
-			dialect = "postgres"
-		}
-		body, err = os.ReadFile("../store/migrations/0190_token_balance_buckets_fill." + dialect + ".sql")
+		body, err = os.ReadFile("../store/migrations/0190_token_balance_buckets_rows.sql")
 		if err != nil {
 			t.Fatal(err)
 		}

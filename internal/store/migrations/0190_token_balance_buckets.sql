@@ -10,7 +10,7 @@
 -- one: an upper bound, never read as a balance). Ordered by token first: a page reads a token's
 -- holders in two buckets in one range. Kept by the EVM indexer's balance
 -- flush (internal/decode/evm/writer.go, one upsert per key and batch);
--- filled by the next migration from the balance history; reindex rebuilds it.
+-- filled by 0190_..._rows from the balance history; reindex rebuilds it.
 -- The bucket size is evm.HolderBucketBits (block_number >> 12).
 CREATE TABLE IF NOT EXISTS evm_token_balance_buckets (
     chain_key TEXT NOT NULL,
