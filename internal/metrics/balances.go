@@ -87,9 +87,8 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 	if q.BucketBits == 0 {
 		q.BucketBits = evm.HolderBucketBits
 	}
-	chain, token, ercType, startBlock, endBlock := q.Chain, q.Token, q.ErcType, q.Start, q.End
 	thr := q.Threshold.String()
-	cands, err := readCandidates(ctx, db, chain, token, ercType, thr)
+	cands, err := readCandidates(ctx, db, q, thr)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -138,7 +137,7 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 				}
 			}
 		}
-		atEnd, err := balancesAt(ctx, db, chain, token, ercType, endBlock, seek)
+		atEnd, err := balancesAt(ctx, db, q.Chain, q.Token, q.ErcType, q.End, seek)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -148,13 +147,13 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 				bal = atEnd[c.addr]
 			}
 			if bal == "" {
-				continue // no balance yet after endBlock
+				continue // no balance yet after the range's end
 			}
 			h := held{Addr: c.addr, Bal: bal}
 			if from != nil && !from.before(h) {
 				continue // on an earlier page
 			}
-			if atLeast(bal, thr) || (startBlock < 0 && c.changed <= endBlock) {
+			if atLeast(bal, thr) || (q.Start < 0 && c.changed <= q.End) {
 				push(h)
 			} else {
 				undecided = append(undecided, h)
@@ -171,7 +170,7 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 		for ; u < len(undecided) && len(chunk) < size && !beaten(undecided[u]); u++ {
 			chunk[undecided[u].Addr] = undecided[u]
 		}
-		found, err := heldInRange(ctx, db, chain, token, ercType, thr, startBlock, endBlock, chunk)
+		found, err := heldInRange(ctx, db, q.Chain, q.Token, q.ErcType, thr, q.Start, q.End, chunk)
 		if err != nil {
 			return nil, nil, false, err
 		}
@@ -192,7 +191,7 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 	for k := range page {
 		v, ok := new(big.Int).SetString(found[k].Bal, 10)
 		if !ok {
-			return nil, nil, false, fmt.Errorf("metrics: stored balance of %s in %s is %q", found[k].Addr, token, found[k].Bal)
+			return nil, nil, false, fmt.Errorf("metrics: stored balance of %s in %s is %q", found[k].Addr, q.Token, found[k].Bal)
 		}
 		page[k] = HeldBalance{Address: found[k].Addr, Balance: v}
 	}
@@ -378,33 +377,33 @@ type candidate struct {
 	exact        bool
 }
 
-// readCandidates reads the holders of token whose largest balance ever
+// readCandidates reads the holders of q's token whose largest balance ever
 // reached thr.
-func readCandidates(ctx context.Context, db *store.DB, chain, token, ercType, thr string) ([]candidate, error) {
+func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) ([]candidate, error) {
 	// Stored decimals compare without parsing: a longer number is larger,
 	// equal lengths compare as text.
 	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, b.balance, b.max_balance
 		FROM evm_token_balances b`+db.IndexedBy(ctx, "evm_token_balances_token")+`
 		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
 		AND (LENGTH(b.max_balance) > $4 OR (LENGTH(b.max_balance) = $4 AND b.max_balance >= $5))`,
-		chain, store.Hex(token), ercType, len(thr), thr)
+		q.Chain, store.Hex(q.Token), q.ErcType, len(thr), thr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
+		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 	}
 	defer rows.Close()
 	var out []candidate
 	for rows.Next() {
 		var c candidate
 		if err := rows.Scan(store.ScanHex(&c.addr), &c.changed, &c.balance, &c.max); err != nil {
-			return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
+			return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 		}
 		if !isDecimal(c.max) || strings.HasPrefix(c.max, "-") || !isDecimal(c.balance) {
-			return nil, fmt.Errorf("metrics: stored balance %q or largest balance %q of %s in %s is not a decimal", c.balance, c.max, c.addr, token)
+			return nil, fmt.Errorf("metrics: stored balance %q or largest balance %q of %s in %s is not a decimal", c.balance, c.max, c.addr, q.Token)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: read holders of %s: %w", token, err)
+		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 	}
 	return out, nil
 }

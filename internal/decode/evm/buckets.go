@@ -87,6 +87,9 @@ func (w *writer) queueSpans() {
 		w.spans.args = append(w.spans.args, r.k.token[:], r.k.typ.String(), r.s.bucket, r.k.holder[:],
 			r.s.first, r.s.entering, r.s.last, r.s.lastBal, r.s.hi)
 	}
+	// rows may share closedSpans' array past its length: both cleared, so
+	// neither keeps the batch's balances.
+	clear(rows)
 	clear(w.closedSpans)
 	w.closedSpans = w.closedSpans[:0]
 }
