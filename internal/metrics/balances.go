@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
@@ -68,10 +69,11 @@ type HeldQuery struct {
 // past) the token's rows of evm_token_balance_buckets in End's bucket and
 // the one before, one index range, give most of them exactly: End before
 // the holder's first change in the bucket (the balance it entered with),
-// after its last (the balance after it), or no change in End's bucket but
-// some in the one before (the balance after that). The rest are bounded:
-// by the largest balance held in End's bucket when End falls between
-// changes, else by the largest ever (max_balance). Holders are then taken
+// after its last (the balance after it), between them (the row's list of
+// changes, migration 0199), or no change in End's bucket but some in the
+// one before (the balance after that). The rest, without a change in
+// either bucket, are bounded by their largest balance ever (max_balance).
+// Holders are then taken
 // in order of that bound (or exact balance): once n+1 holders of the page
 // are found, a holder whose bound is below the last of them cannot be on
 // it, and the walk stops. A holder's bounded balance is read with one
@@ -439,7 +441,11 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 				case q.End >= s.last:
 					c.atEnd, c.exact = s.lastBal, true
 				default:
-					c.bound = s.hi
+					bal, err := s.at(q.End)
+					if err != nil {
+						return nil, fmt.Errorf("metrics: balance buckets of %s in %s: %w", c.addr, q.Token, err)
+					}
+					c.atEnd, c.exact = bal, true
 				}
 			} else if s, ok := spans[spanKey{c.addr, b - 1}]; ok {
 				c.atEnd, c.exact = s.lastBal, true // no change in End's bucket
@@ -452,7 +458,7 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 		switch {
 		case c.exact:
 			c.bound = c.atEnd
-		case c.bound == "" || cmpDecimal(c.max, c.bound) < 0:
+		default:
 			c.bound = c.max
 		}
 		walk[i] = c
@@ -466,10 +472,33 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 	return walk, nil
 }
 
-// span is a holder's row of evm_token_balance_buckets (migration 0190).
+// span is a holder's row of evm_token_balance_buckets (migration 0199).
 type span struct {
-	first, last           int64
-	entering, lastBal, hi string
+	first, last       int64
+	entering, lastBal string
+	changes           string
+}
+
+// at is the balance after block end, first <= end < last: the balance after
+// the last change at or before end in the span's changes.
+func (s span) at(end int64) (string, error) {
+	bal := ""
+	for rest := s.changes; rest != ""; {
+		e, after, ok := strings.Cut(rest, ";")
+		blk, dec, ok2 := strings.Cut(e, ":")
+		n, err := strconv.ParseInt(blk, 10, 64)
+		if !ok || !ok2 || err != nil || !isDecimal(dec) {
+			return "", fmt.Errorf("stored changes %q are not <block>:<balance>; entries", s.changes)
+		}
+		if n > end {
+			break
+		}
+		bal, rest = dec, after
+	}
+	if bal == "" {
+		return "", fmt.Errorf("stored changes %q have none at or before %d, the first at %d", s.changes, end, s.first)
+	}
+	return bal, nil
 }
 
 type spanKey struct {
@@ -480,7 +509,7 @@ type spanKey struct {
 // readSpans reads q's token's rows of evm_token_balance_buckets in buckets
 // from..to: one index range.
 func readSpans(ctx context.Context, db *store.DB, q HeldQuery, from, to int64) (map[spanKey]span, error) {
-	rows, err := db.QueryContext(ctx, `SELECT holder, bucket, first_block, entering, last_block, last_balance, hi
+	rows, err := db.QueryContext(ctx, `SELECT holder, bucket, first_block, entering, last_block, last_balance, changes
 		FROM evm_token_balance_buckets WHERE chain_key = $1 AND token = $2 AND erc_type = $3 AND bucket >= $4 AND bucket <= $5`,
 		q.Chain, store.Hex(q.Token), q.ErcType, from, to)
 	if err != nil {
@@ -491,11 +520,11 @@ func readSpans(ctx context.Context, db *store.DB, q HeldQuery, from, to int64) (
 	for rows.Next() {
 		var k spanKey
 		var s span
-		if err := rows.Scan(store.ScanHex(&k.holder), &k.bucket, &s.first, &s.entering, &s.last, &s.lastBal, &s.hi); err != nil {
+		if err := rows.Scan(store.ScanHex(&k.holder), &k.bucket, &s.first, &s.entering, &s.last, &s.lastBal, &s.changes); err != nil {
 			return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 		}
-		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) || !isDecimal(s.hi) {
-			return nil, fmt.Errorf("metrics: stored balances %q, %q, %q of %s in %s are not decimals", s.entering, s.lastBal, s.hi, k.holder, q.Token)
+		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) {
+			return nil, fmt.Errorf("metrics: stored balances %q, %q of %s in %s are not decimals", s.entering, s.lastBal, k.holder, q.Token)
 		}
 		out[k] = s
 	}
