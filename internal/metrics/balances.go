@@ -425,30 +425,27 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 	}
 	if past && q.End >= 0 {
 		b := q.End >> q.BucketBits
-		spans, err := readSpans(ctx, db, q, b-1, b)
+		spans, err := readSpans(ctx, db, q, b)
 		if err != nil {
 			return nil, err
 		}
 		for i := range cands {
 			c := &cands[i]
-			if c.exact {
-				continue
-			}
-			if s, ok := spans[spanKey{c.addr, b}]; ok {
-				switch {
-				case q.End < s.first:
-					c.atEnd, c.exact = s.entering, true
-				case q.End >= s.last:
-					c.atEnd, c.exact = s.lastBal, true
-				default:
-					bal, err := s.at(q.End)
-					if err != nil {
-						return nil, fmt.Errorf("metrics: balance buckets of %s in %s: %w", c.addr, q.Token, err)
-					}
-					c.atEnd, c.exact = bal, true
-				}
-			} else if s, ok := spans[spanKey{c.addr, b - 1}]; ok {
+			s, ok := spans[c.addr]
+			switch {
+			case c.exact || !ok:
+			case s.before:
 				c.atEnd, c.exact = s.lastBal, true // no change in End's bucket
+			case q.End < s.first:
+				c.atEnd, c.exact = s.entering, true
+			case q.End >= s.last:
+				c.atEnd, c.exact = s.lastBal, true
+			default:
+				bal, err := s.at(q.End)
+				if err != nil {
+					return nil, fmt.Errorf("metrics: balance buckets of %s in %s: %w", c.addr, q.Token, err)
+				}
+				c.atEnd, c.exact = bal, true
 			}
 		}
 	}
@@ -472,11 +469,13 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 	return walk, nil
 }
 
-// span is a holder's row of evm_token_balance_buckets (migration 0199).
+// span is a holder's row of evm_token_balance_buckets (migration 0199) in
+// End's bucket, or (before) its last balance in the bucket before.
 type span struct {
 	first, last       int64
 	entering, lastBal string
 	changes           string
+	before            bool
 }
 
 // at is the balance after block end, first <= end < last: the balance after
@@ -501,36 +500,38 @@ func (s span) at(end int64) (string, error) {
 	return bal, nil
 }
 
-type spanKey struct {
-	holder string
-	bucket int64
-}
-
-// readSpans reads q's token's rows of evm_token_balance_buckets in buckets
-// from..to: one index range. A row's changes only come when q.End falls
-// between its first and last change (the rows that need them: a busy
-// token's lists are ~400 bytes a row, and sending all of its 3,500 rows'
-// doubled the time of a page).
-func readSpans(ctx context.Context, db *store.DB, q HeldQuery, from, to int64) (map[spanKey]span, error) {
-	rows, err := db.QueryContext(ctx, `SELECT holder, bucket, first_block, entering, last_block, last_balance,
+// readSpans reads q's token's rows of evm_token_balance_buckets in bucket b
+// and, for the holders without one, their last balance in the bucket
+// before: every row of the two is read by the database, but a busy token's
+// holders mostly have a row in both and only half are sent. A row's changes
+// only come when q.End falls between its first and last change (the rows
+// that need them: a busy token's lists are ~400 bytes a row, and sending all
+// of its rows' doubled the time of a page).
+func readSpans(ctx context.Context, db *store.DB, q HeldQuery, b int64) (map[string]span, error) {
+	rows, err := db.QueryContext(ctx, `SELECT holder, 0, first_block, entering, last_block, last_balance,
 			CASE WHEN first_block <= $1 AND last_block > $1 THEN changes ELSE '' END
-		FROM evm_token_balance_buckets WHERE chain_key = $2 AND token = $3 AND erc_type = $4 AND bucket >= $5 AND bucket <= $6`,
-		q.End, q.Chain, store.Hex(q.Token), q.ErcType, from, to)
+		FROM evm_token_balance_buckets WHERE chain_key = $2 AND token = $3 AND erc_type = $4 AND bucket = $5
+		UNION ALL
+		SELECT p.holder, 1, 0, '', 0, p.last_balance, ''
+		FROM evm_token_balance_buckets p WHERE p.chain_key = $2 AND p.token = $3 AND p.erc_type = $4 AND p.bucket = $5 - 1
+		AND NOT EXISTS (SELECT 1 FROM evm_token_balance_buckets x WHERE x.chain_key = $2 AND x.token = $3 AND x.erc_type = $4
+			AND x.bucket = $5 AND x.holder = p.holder)`,
+		q.End, q.Chain, store.Hex(q.Token), q.ErcType, b)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 	}
 	defer rows.Close()
-	out := map[spanKey]span{}
+	out := map[string]span{}
 	for rows.Next() {
-		var k spanKey
+		var holder string
 		var s span
-		if err := rows.Scan(store.ScanHex(&k.holder), &k.bucket, &s.first, &s.entering, &s.last, &s.lastBal, &s.changes); err != nil {
+		if err := rows.Scan(store.ScanHex(&holder), &s.before, &s.first, &s.entering, &s.last, &s.lastBal, &s.changes); err != nil {
 			return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 		}
 		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) {
-			return nil, fmt.Errorf("metrics: stored balances %q, %q of %s in %s are not decimals", s.entering, s.lastBal, k.holder, q.Token)
+			return nil, fmt.Errorf("metrics: stored balances %q, %q of %s in %s are not decimals", s.entering, s.lastBal, holder, q.Token)
 		}
-		out[k] = s
+		out[holder] = s
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
