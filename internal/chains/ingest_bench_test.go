@@ -589,7 +589,7 @@ func startPGWrites(b *testing.B, db *store.DB) *pgWrites {
 		if _, err := db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
 			b.Fatalf("BENCH_PG_STATEMENTS needs %s='-c shared_preload_libraries=pg_stat_statements': %v", storetest.ServerOptionsEnv, err)
 		}
-		if _, err := db.ExecContext(ctx, "SELECT pg_stat_statements_reset()"); err != nil {
+		if _, err := db.ExecContext(ctx, "SELECT pg_stat_statements_reset(), pg_stat_reset()"); err != nil {
 			b.Fatal(err)
 		}
 		w.profile = true
@@ -633,6 +633,26 @@ func (w *pgWrites) stop(b *testing.B) pgWriteStats {
 		fmt.Fprintf(os.Stderr, "%10d %10d %10.1f %12d  %s\n", calls, n, ms, walBytes, q)
 	}
 	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	// The row versions each table got: an update that is not HOT adds an
+	// entry to every index of the table.
+	tables, err := w.db.QueryContext(ctx, `SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del FROM pg_stat_user_tables
+		WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY n_tup_ins + n_tup_upd DESC`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tables.Close()
+	fmt.Fprintf(os.Stderr, "%10s %10s %10s %10s  %s\n", "inserted", "updated", "hot", "deleted", "table")
+	for tables.Next() {
+		var name string
+		var ins, upd, hot, del int64
+		if err := tables.Scan(&name, &ins, &upd, &hot, &del); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "%10d %10d %10d %10d  %s\n", ins, upd, hot, del, name)
+	}
+	if err := tables.Err(); err != nil {
 		b.Fatal(err)
 	}
 	return r

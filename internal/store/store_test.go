@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -115,6 +116,40 @@ func TestBackendOnlyMigration(t *testing.T) {
 			t.Fatalf("raw_blocks.body compression %q, want l (lz4)", method)
 		}
 	})
+}
+
+// Raw block bodies are stored on PostgreSQL without TOAST's compression
+// (0191): they arrive S2-compressed (ingest.RawS2), so a second compression
+// costs server CPU for a few percent. A body lz4 would shrink to almost
+// nothing is stored whole, out of line, and reads back as written.
+func TestRawBodiesStoredUncompressed(t *testing.T) {
+	db := storetest.Open(t, storetest.DSNFor(t, "postgres"))
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("permafrost "), 6000) // 66,000 bytes
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1, $2, $3, $4, $5)`,
+		"C", 1, "h", 1, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	var method sql.NullString
+	var size int
+	var got []byte
+	if err := db.QueryRowContext(ctx, `SELECT pg_column_compression(body), pg_column_size(body), body FROM raw_blocks
+		WHERE chain_key = 'C' AND height = 1`).Scan(&method, &size, &got); err != nil {
+		t.Fatal(err)
+	}
+	if method.Valid || size < len(body) {
+		t.Errorf("body stored compressed (%q, %d of %d bytes)", method.String, size, len(body))
+	}
+	if !bytes.Equal(got, body) {
+		t.Errorf("body read back as %d bytes, want the %d written", len(got), len(body))
+	}
 }
 
 // A new SQLite database gets the writer's page size and WAL mode; one created

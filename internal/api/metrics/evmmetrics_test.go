@@ -196,45 +196,48 @@ func TestEVMMetricsMatchRecording(t *testing.T) {
 // whole hours, longer ones of whole days, allTime from the first block.
 func TestRollingWindowsMatchRecording(t *testing.T) {
 	for _, backend := range storetest.Backends {
-		t.Run(backend, func(t *testing.T) {
-			s := newServer(t, backend)
-			o := recordedEVM(t)
-			first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
-			hour, day := floorOf("hour", tip), floorOf("day", tip)
-			windows := []struct {
-				name string
-				from int64
-			}{
-				{"lastHour", hour}, {"lastDay", step("hour", hour, -23)}, {"lastWeek", step("day", day, -6)},
-				{"lastMonth", step("day", day, -29)}, {"last90Days", step("day", day, -89)},
-				{"lastYear", step("day", day, -364)}, {"allTime", first},
+		t.Run(backend, func(t *testing.T) { checkRollingWindows(t, newServer(t, backend)) })
+	}
+}
+
+// checkRollingWindows compares s's rolling windows with the recording's.
+func checkRollingWindows(t *testing.T, s *server) {
+	t.Helper()
+	o := recordedEVM(t)
+	first, tip := o.Blocks[0].Ms/1000, o.Blocks[len(o.Blocks)-1].Ms/1000
+	hour, day := floorOf("hour", tip), floorOf("day", tip)
+	windows := []struct {
+		name string
+		from int64
+	}{
+		{"lastHour", hour}, {"lastDay", step("hour", hour, -23)}, {"lastWeek", step("day", day, -6)},
+		{"lastMonth", step("day", day, -29)}, {"last90Days", step("day", day, -89)},
+		{"lastYear", step("day", day, -364)}, {"allTime", first},
+	}
+	for _, m := range chainmetrics.RollingMetrics {
+		want := map[string]float64{}
+		for i, w := range windows {
+			if (m == "activeAddresses" || m == "activeSenders") && i >= 3 {
+				break
 			}
-			for _, m := range chainmetrics.RollingMetrics {
-				want := map[string]float64{}
-				for i, w := range windows {
-					if (m == "activeAddresses" || m == "activeSenders") && i >= 3 {
-						break
-					}
-					want[w.name] = o.Window(m, w.from, tip+1)
-				}
-				// The aggregates of this network's chains (the one EVM chain
-				// of devnet-a, a test network) answer the same; mainnet's has
-				// no chain: 0 in every window.
-				none := map[string]float64{}
-				for w := range want {
-					none[w] = 0
-				}
-				for chain, want := range map[string]map[string]float64{"88888": want, "total": want, "testnet": want, "mainnet": none} {
-					var r struct {
-						Result map[string]float64 `json:"result"`
-					}
-					s.v2(t, "/v2/chains/"+chain+"/rollingWindowMetrics/"+m, &r)
-					if fmt.Sprint(r.Result) != fmt.Sprint(want) {
-						t.Errorf("%s %s: %v, want %v", chain, m, r.Result, want)
-					}
-				}
+			want[w.name] = o.Window(m, w.from, tip+1)
+		}
+		// The aggregates of this network's chains (the one EVM chain
+		// of devnet-a, a test network) answer the same; mainnet's has
+		// no chain: 0 in every window.
+		none := map[string]float64{}
+		for w := range want {
+			none[w] = 0
+		}
+		for chain, want := range map[string]map[string]float64{"88888": want, "total": want, "testnet": want, "mainnet": none} {
+			var r struct {
+				Result map[string]float64 `json:"result"`
 			}
-		})
+			s.v2(t, "/v2/chains/"+chain+"/rollingWindowMetrics/"+m, &r)
+			if fmt.Sprint(r.Result) != fmt.Sprint(want) {
+				t.Errorf("%s %s: %v, want %v", chain, m, r.Result, want)
+			}
+		}
 	}
 }
 

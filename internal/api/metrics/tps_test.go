@@ -50,7 +50,11 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 
 func newServer(t *testing.T, backend string) *server {
 	t.Helper()
-	e := testenv.Devnet(t, backend)
+	return serverOn(testenv.Devnet(t, backend))
+}
+
+// serverOn serves the metrics routes from e's index.
+func serverOn(e *testenv.Env) *server {
 	c := &clock{t: time.Now()}
 	mux := api.NewMux(discard())
 	metrics.Register(mux, metrics.Deps{DB: e.DB, Network: e.Network, Tokens: api.NewServerTokens(e.DB, c.now), Log: discard()})
