@@ -79,7 +79,8 @@ const (
 // without traces; unset: the untraced chain), BENCH_SUSTAINED (ingest into
 // a database that already holds BENCH_BASE_BLOCKS blocks, default 250,000:
 // ingest_base_test.go; BENCH_CACHE is where the bases are kept),
-// BENCH_CATCHUP (a bulk catch-up: the deferrable indexes dropped at the
+// BENCH_MEMTRACE (file name prefix: the memory samples behind the mem_*
+// figures, one line each), BENCH_CATCHUP (a bulk catch-up: the deferrable indexes dropped at the
 // start and built at the end; blocks/s is then the ingestion's alone, up to
 // its last commit, and index_build_s the build's wall time).
 func BenchmarkIngestEVM(b *testing.B) {
@@ -185,7 +186,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
 				node0 := proccpu.Process(nodePID)
-				sampler := memstat.Start(50 * time.Millisecond)
+				sampler := memstat.Start(50*time.Millisecond, memTrace(b, backend))
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(ctx); err != nil || context.Cause(ctx) != nil {
@@ -584,6 +585,21 @@ func (m *memBreakdown) report(b *testing.B) {
 	}
 	b.ReportMetric(at, "mem_at_build")
 	b.ReportMetric(mb(m.nodePeak), "node_peakRSS_MB")
+}
+
+// memTrace is where the memory samples go (BENCH_MEMTRACE: file name
+// prefix, one file per backend), or nil.
+func memTrace(b *testing.B, backend string) io.Writer {
+	prefix := os.Getenv("BENCH_MEMTRACE")
+	if prefix == "" {
+		return nil
+	}
+	f, err := os.Create(prefix + "." + backend)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
 }
 
 // procPeakRSS is a process's peak resident set (VmHWM), in bytes.

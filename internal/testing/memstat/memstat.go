@@ -20,6 +20,8 @@ static void pf_c_heap(long long *held, long long *used) {
 import "C"
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"runtime/metrics"
 	"strconv"
@@ -95,16 +97,20 @@ func Read() Sample {
 // Sampler reads a Sample every interval until Stop, and keeps the one with
 // the highest RSS and the highest of each Go figure.
 type Sampler struct {
-	stop chan struct{}
+	trace io.Writer // nil: no trace
+	t0    time.Time
+	stop  chan struct{}
 	done sync.WaitGroup
 	mu   sync.Mutex
 	peak Sample // the sample with the highest RSS
 	max  Sample // the highest of each field, over all samples
 }
 
-// Start starts sampling every interval.
-func Start(interval time.Duration) *Sampler {
-	s := &Sampler{stop: make(chan struct{})}
+// Start starts sampling every interval; trace, if not nil, gets every
+// sample as a line (seconds since the start, then RSS, Go mapped, Go
+// objects, C held, mapped files, in MB).
+func Start(interval time.Duration, trace io.Writer) *Sampler {
+	s := &Sampler{trace: trace, t0: time.Now(), stop: make(chan struct{})}
 	s.add(Read())
 	s.done.Add(1)
 	go func() {
@@ -126,6 +132,10 @@ func Start(interval time.Duration) *Sampler {
 func (s *Sampler) add(r Sample) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.trace != nil {
+		mb := func(v int64) float64 { return float64(v) / (1 << 20) }
+		fmt.Fprintf(s.trace, "%.2f %.1f %.1f %.1f %.1f %.1f\n", r.At.Sub(s.t0).Seconds(), mb(r.RSS), mb(r.GoMapped), mb(r.GoObjects), mb(r.CHeld), mb(r.File)) //nolint:errcheck // a trace for reading
+	}
 	if r.RSS > s.peak.RSS {
 		s.peak = r
 	}
