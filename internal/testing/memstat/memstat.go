@@ -100,10 +100,10 @@ type Sampler struct {
 	trace io.Writer // nil: no trace
 	t0    time.Time
 	stop  chan struct{}
-	done sync.WaitGroup
-	mu   sync.Mutex
-	peak Sample // the sample with the highest RSS
-	max  Sample // the highest of each field, over all samples
+	done  sync.WaitGroup
+	mu    sync.Mutex
+	peak  Sample // the sample with the highest RSS
+	max   Sample // the highest of each field, over all samples
 }
 
 // Start starts sampling every interval; trace, if not nil, gets every
