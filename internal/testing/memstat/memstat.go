@@ -108,7 +108,7 @@ type Sampler struct {
 
 // Start starts sampling every interval; trace, if not nil, gets every
 // sample as a line (seconds since the start, then RSS, Go mapped, Go
-// objects, C held, mapped files, in MB).
+// objects, C held, mapped files, C used, in MB).
 func Start(interval time.Duration, trace io.Writer) *Sampler {
 	s := &Sampler{trace: trace, t0: time.Now(), stop: make(chan struct{})}
 	s.add(Read())
@@ -134,7 +134,7 @@ func (s *Sampler) add(r Sample) {
 	defer s.mu.Unlock()
 	if s.trace != nil {
 		mb := func(v int64) float64 { return float64(v) / (1 << 20) }
-		fmt.Fprintf(s.trace, "%.2f %.1f %.1f %.1f %.1f %.1f\n", r.At.Sub(s.t0).Seconds(), mb(r.RSS), mb(r.GoMapped), mb(r.GoObjects), mb(r.CHeld), mb(r.File)) //nolint:errcheck // a trace for reading
+		fmt.Fprintf(s.trace, "%.2f %.1f %.1f %.1f %.1f %.1f %.1f\n", r.At.Sub(s.t0).Seconds(), mb(r.RSS), mb(r.GoMapped), mb(r.GoObjects), mb(r.CHeld), mb(r.File), mb(r.CUsed)) //nolint:errcheck // a trace for reading
 	}
 	if r.RSS > s.peak.RSS {
 		s.peak = r
