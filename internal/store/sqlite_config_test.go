@@ -2,10 +2,9 @@ package store
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/permafrost-dev/permafrost/internal/testing/memstat"
 )
 
 // With memory statistics on, SQLite counts the bytes of every connection and
@@ -50,34 +49,18 @@ func TestShrunkWriterCacheLeavesRSS(t *testing.T) {
 	if err := db.write.QueryRowContext(ctx, `SELECT sum(length(x)) FROM t`).Scan(&total); err != nil {
 		t.Fatal(err)
 	}
-	full := rssAnon(t)
+	full := memstat.Read().Anon
+	if full == 0 {
+		t.Skip("no RssAnon in /proc/self/status")
+	}
 	if err := db.setWriterCache(ctx, 2<<10); err != nil {
 		t.Fatal(err)
 	}
-	shrunk := rssAnon(t)
+	shrunk := memstat.Read().Anon
 	trimCHeap()
-	trimmed := rssAnon(t)
+	trimmed := memstat.Read().Anon
 	t.Logf("RssAnon: cache full %d MiB, shrunk %d MiB, trimmed %d MiB", full>>20, shrunk>>20, trimmed>>20)
 	if full-trimmed < 64<<20 {
 		t.Fatalf("RssAnon %d MiB with the cache full, %d MiB after it shrank to 2 MiB and the trim: want at least 64 MiB less", full>>20, trimmed>>20)
 	}
-}
-
-// rssAnon is this process's anonymous resident memory (RssAnon), in bytes.
-func rssAnon(t *testing.T) int64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Skip("no /proc/self/status:", err)
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("RssAnon %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Skip("no RssAnon in /proc/self/status")
-	return 0
 }
