@@ -27,6 +27,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
+	"github.com/permafrost-dev/permafrost/internal/testing/memstat"
 	"github.com/permafrost-dev/permafrost/internal/testing/proccpu"
 )
 
@@ -78,7 +79,8 @@ const (
 // without traces; unset: the untraced chain), BENCH_SUSTAINED (ingest into
 // a database that already holds BENCH_BASE_BLOCKS blocks, default 250,000:
 // ingest_base_test.go; BENCH_CACHE is where the bases are kept),
-// BENCH_CATCHUP (a bulk catch-up: the deferrable indexes dropped at the
+// BENCH_MEMTRACE (file name prefix: the memory samples behind the mem_*
+// figures, one line each), BENCH_CATCHUP (a bulk catch-up: the deferrable indexes dropped at the
 // start and built at the end; blocks/s is then the ingestion's alone, up to
 // its last commit, and index_build_s the build's wall time).
 func BenchmarkIngestEVM(b *testing.B) {
@@ -110,6 +112,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 			var written int64
 			var pgStats pgWriteStats
 			var dbBytes int64
+			var mem memBreakdown
 			b.StopTimer()
 			base := newIngestBase(backend, first)
 			if sustained {
@@ -183,6 +186,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				io0 := writtenBytes()
 				cpu0 := cpuTime()
 				node0 := proccpu.Process(nodePID)
+				sampler := memstat.Start(50*time.Millisecond, memTrace(b, backend))
 				b.StartTimer()
 				start := time.Now()
 				if err := p.Run(ctx); err != nil || context.Cause(ctx) != nil {
@@ -202,6 +206,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 					wall += time.Since(start)
 				}
 				b.StopTimer()
+				mem.add(sampler, lastCommit, catchUp, nodePID)
 				if strings.HasPrefix(dsn, "sqlite:") {
 					// Checkpoints run in the background: the last batches'
 					// copy into the database file counts in CPU and bytes
@@ -228,6 +233,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 			b.ReportMetric(blocks*benchTxPerBlock/wall.Seconds(), "txs/s")
 			b.ReportMetric(blocks/cpu.Seconds(), "blocks/cpu-s")
 			b.ReportMetric(float64(peakRSS())/(1<<20), "peakRSS_MB")
+			mem.report(b)
 			b.ReportMetric(float64(nodeCPU.Microseconds())/1000/blocks, "node_cpu_ms/block")
 			b.ReportMetric(float64(dbBytes)/blocks/1024, "db_KB/block")
 			if catchUp {
@@ -525,7 +531,12 @@ func peakRSS() int64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(b), "\n") {
+	return vmHWM(string(b))
+}
+
+// vmHWM reads VmHWM from a /proc/PID/status text, in bytes.
+func vmHWM(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			f := strings.Fields(v)
 			if len(f) == 0 {
@@ -536,6 +547,68 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// memBreakdown is what the process's resident set held at its peak, by
+// owner (issue #22 aim 4): sampled every 50 ms over the timed part, the
+// figures of the sample with the highest RSS (the last iteration's).
+// mem_go_MB is what the Go runtime has mapped and not released,
+// mem_c_heap_MB what malloc holds (SQLite's page caches, statements and
+// sorts), mem_file_MB the mapped files (the binary, SQLite's -shm),
+// mem_at_build 1 when the peak came during the deferred indexes' build;
+// mem_go_goal_max_MB the highest heap goal the GC set, and node_peakRSS_MB
+// the node process's own peak (not in peakRSS_MB: it is another process).
+type memBreakdown struct {
+	peak, max memstat.Sample
+	atBuild   bool
+	nodePeak  int64
+}
+
+func (m *memBreakdown) add(s *memstat.Sampler, lastCommit time.Time, catchUp bool, nodePID int) {
+	m.peak, m.max = s.Stop()
+	m.atBuild = catchUp && m.peak.At.After(lastCommit)
+	m.nodePeak = procPeakRSS(nodePID)
+}
+
+func (m *memBreakdown) report(b *testing.B) {
+	mb := func(v int64) float64 { return float64(v) / (1 << 20) }
+	b.ReportMetric(mb(m.peak.GoMapped), "mem_go_MB")
+	b.ReportMetric(mb(m.peak.GoObjects), "mem_go_objects_MB")
+	b.ReportMetric(mb(m.peak.CHeld), "mem_c_heap_MB")
+	b.ReportMetric(mb(m.peak.File), "mem_file_MB")
+	b.ReportMetric(mb(m.peak.Anon-m.peak.GoMapped-m.peak.CHeld), "mem_anon_other_MB")
+	b.ReportMetric(mb(m.max.GoGoal), "mem_go_goal_max_MB")
+	b.ReportMetric(mb(m.max.CHeld), "mem_c_heap_max_MB")
+	at := 0.0
+	if m.atBuild {
+		at = 1
+	}
+	b.ReportMetric(at, "mem_at_build")
+	b.ReportMetric(mb(m.nodePeak), "node_peakRSS_MB")
+}
+
+// memTrace is where the memory samples go (BENCH_MEMTRACE: file name
+// prefix, one file per backend), or nil.
+func memTrace(b *testing.B, backend string) io.Writer {
+	prefix := os.Getenv("BENCH_MEMTRACE")
+	if prefix == "" {
+		return nil
+	}
+	f, err := os.Create(prefix + "." + backend)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	return f
+}
+
+// procPeakRSS is a process's peak resident set (VmHWM), in bytes.
+func procPeakRSS(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	return vmHWM(string(raw))
 }
 
 // PostgreSQL write path figures (issue #22): WAL bytes per block, whether the

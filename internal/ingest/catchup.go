@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -151,6 +152,11 @@ func (p *Pipeline) finishCatchUp(ctx context.Context) <-chan struct{} {
 	go func() {
 		defer close(done)
 		start := time.Now()
+		// The catch-up's garbage goes back to the OS before the build,
+		// whose sorter and cache come on top of the Go heap (the peak RSS
+		// of a catch-up was the build's: docs/benchmarks.md, "Twelfth
+		// session"). One collection, once per catch-up.
+		debug.FreeOSMemory()
 		err := p.db.BuildDeferredIndexes(ctx, func(d store.DeferredIndex) {
 			p.log.Info("ingest: bulk catch-up: building index", "index", d.Name, "table", d.Table)
 		})

@@ -161,6 +161,9 @@ func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIn
 		if err := db.setWriterCache(ctx, writerCacheKiB); err != nil {
 			return err
 		}
+		// The pages the cache let go are free in malloc, not returned to
+		// the OS: without this, the sorter's memory came on top of them.
+		trimCHeap()
 		// An index build sorts the whole table: its sorter spills to
 		// temporary files, not to the writer's memory (as in Migrate).
 		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
