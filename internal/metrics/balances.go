@@ -73,13 +73,12 @@ type HeldQuery struct {
 // changes, migration 0199), or no change in End's bucket but some in the
 // one before (the balance after that). The rest, without a change in
 // either bucket, are bounded by their largest balance ever (max_balance).
-// Holders are then taken
-// in order of that bound (or exact balance): once n+1 holders of the page
-// are found, a holder whose bound is below the last of them cannot be on
-// it, and the walk stops. A holder's bounded balance is read with one
-// primary-key seek of its balance history, a chunk of holders a statement:
-// reading every holder's so cost 2,000 seeks a page (20-40 ms on
-// PostgreSQL) on the API benchmark's busiest tokens. A balance at or above
+// Holders are then taken in order of that bound (or exact balance): once
+// n+1 holders of the page are found, a holder whose bound is below the last
+// of them cannot be on it, and the walk stops. A holder's bounded balance
+// is read with one primary-key seek of its balance history, a chunk of
+// holders a statement: reading every holder's so cost 2,000 seeks a page
+// (20-40 ms on PostgreSQL) on the API benchmark's busiest tokens. A balance at or above
 // the threshold, or a range holding the holder's whole history (its maximum
 // is in it), decides. The others (their balance at the end is below the
 // threshold) are decided last, in the page's order, and only while one can
