@@ -10,7 +10,6 @@ import (
 	"math/big"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/permafrost-dev/permafrost/internal/decode/evm"
@@ -69,16 +68,16 @@ type HeldQuery struct {
 // past) the token's rows of evm_token_balance_buckets in End's bucket and
 // the one before, one index range, give most of them exactly: End before
 // the holder's first change in the bucket (the balance it entered with),
-// after its last (the balance after it), between them (the row's list of
-// changes, migration 0199), or no change in End's bucket but some in the
-// one before (the balance after that). The rest, without a change in
-// either bucket, are bounded by their largest balance ever (max_balance).
-// Holders are then taken in order of that bound (or exact balance): once
-// n+1 holders of the page are found, a holder whose bound is below the last
-// of them cannot be on it, and the walk stops. A holder's bounded balance
-// is read with one primary-key seek of its balance history, a chunk of
-// holders a statement: reading every holder's so cost 2,000 seeks a page
-// (20-40 ms on PostgreSQL) on the API benchmark's busiest tokens. A balance at or above
+// after its last (the balance after it), or no change in End's bucket but
+// some in the one before (the balance after that). The rest are bounded:
+// by the largest balance held in End's bucket when End falls between
+// changes, else by the largest ever (max_balance). Holders are then taken
+// in order of that bound (or exact balance): once n+1 holders of the page
+// are found, a holder whose bound is below the last of them cannot be on
+// it, and the walk stops. A holder's bounded balance is read with one
+// primary-key seek of its balance history, a chunk of holders a statement:
+// reading every holder's so cost 2,000 seeks a page (20-40 ms on
+// PostgreSQL) on the API benchmark's busiest tokens. A balance at or above
 // the threshold, or a range holding the holder's whole history (its maximum
 // is in it), decides. The others (their balance at the end is below the
 // threshold) are decided last, in the page's order, and only while one can
@@ -424,27 +423,26 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 	}
 	if past && q.End >= 0 {
 		b := q.End >> q.BucketBits
-		spans, err := readSpans(ctx, db, q, b)
+		spans, err := readSpans(ctx, db, q, b-1, b)
 		if err != nil {
 			return nil, err
 		}
 		for i := range cands {
 			c := &cands[i]
-			s, ok := spans[c.addr]
-			switch {
-			case c.exact || !ok:
-			case s.before:
-				c.atEnd, c.exact = s.lastBal, true // no change in End's bucket
-			case q.End < s.first:
-				c.atEnd, c.exact = s.entering, true
-			case q.End >= s.last:
-				c.atEnd, c.exact = s.lastBal, true
-			default:
-				bal, err := s.at(q.End)
-				if err != nil {
-					return nil, fmt.Errorf("metrics: balance buckets of %s in %s: %w", c.addr, q.Token, err)
+			if c.exact {
+				continue
+			}
+			if s, ok := spans[spanKey{c.addr, b}]; ok {
+				switch {
+				case q.End < s.first:
+					c.atEnd, c.exact = s.entering, true
+				case q.End >= s.last:
+					c.atEnd, c.exact = s.lastBal, true
+				default:
+					c.bound = s.hi
 				}
-				c.atEnd, c.exact = bal, true
+			} else if s, ok := spans[spanKey{c.addr, b - 1}]; ok {
+				c.atEnd, c.exact = s.lastBal, true // no change in End's bucket
 			}
 		}
 	}
@@ -454,7 +452,7 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 		switch {
 		case c.exact:
 			c.bound = c.atEnd
-		default:
+		case c.bound == "" || cmpDecimal(c.max, c.bound) < 0:
 			c.bound = c.max
 		}
 		walk[i] = c
@@ -468,69 +466,38 @@ func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidat
 	return walk, nil
 }
 
-// span is a holder's row of evm_token_balance_buckets (migration 0199) in
-// End's bucket, or (before) its last balance in the bucket before.
+// span is a holder's row of evm_token_balance_buckets (migration 0190).
 type span struct {
-	first, last       int64
-	entering, lastBal string
-	changes           string
-	before            bool
+	first, last           int64
+	entering, lastBal, hi string
 }
 
-// at is the balance after block end, first <= end < last: the balance after
-// the last change at or before end in the span's changes.
-func (s span) at(end int64) (string, error) {
-	bal := ""
-	for rest := s.changes; rest != ""; {
-		e, after, ok := strings.Cut(rest, ";")
-		blk, dec, ok2 := strings.Cut(e, ":")
-		n, err := strconv.ParseInt(blk, 10, 64)
-		if !ok || !ok2 || err != nil || !isDecimal(dec) {
-			return "", fmt.Errorf("stored changes %q are not <block>:<balance>; entries", s.changes)
-		}
-		if n > end {
-			break
-		}
-		bal, rest = dec, after
-	}
-	if bal == "" {
-		return "", fmt.Errorf("stored changes %q have none at or before %d, the first at %d", s.changes, end, s.first)
-	}
-	return bal, nil
+type spanKey struct {
+	holder string
+	bucket int64
 }
 
-// readSpans reads q's token's rows of evm_token_balance_buckets in bucket b
-// and, for the holders without one, their last balance in the bucket
-// before: every row of the two is read by the database, but a busy token's
-// holders mostly have a row in both and only half are sent. A row's changes
-// only come when q.End falls between its first and last change (the rows
-// that need them: a busy token's lists are ~400 bytes a row, and sending all
-// of its rows' doubled the time of a page).
-func readSpans(ctx context.Context, db *store.DB, q HeldQuery, b int64) (map[string]span, error) {
-	rows, err := db.QueryContext(ctx, `SELECT holder, 0, first_block, entering, last_block, last_balance,
-			CASE WHEN first_block <= $1 AND last_block > $1 THEN changes ELSE '' END
-		FROM evm_token_balance_buckets WHERE chain_key = $2 AND token = $3 AND erc_type = $4 AND bucket = $5
-		UNION ALL
-		SELECT p.holder, 1, 0, '', 0, p.last_balance, ''
-		FROM evm_token_balance_buckets p WHERE p.chain_key = $2 AND p.token = $3 AND p.erc_type = $4 AND p.bucket = $5 - 1
-		AND NOT EXISTS (SELECT 1 FROM evm_token_balance_buckets x WHERE x.chain_key = $2 AND x.token = $3 AND x.erc_type = $4
-			AND x.bucket = $5 AND x.holder = p.holder)`,
-		q.End, q.Chain, store.Hex(q.Token), q.ErcType, b)
+// readSpans reads q's token's rows of evm_token_balance_buckets in buckets
+// from..to: one index range.
+func readSpans(ctx context.Context, db *store.DB, q HeldQuery, from, to int64) (map[spanKey]span, error) {
+	rows, err := db.QueryContext(ctx, `SELECT holder, bucket, first_block, entering, last_block, last_balance, hi
+		FROM evm_token_balance_buckets WHERE chain_key = $1 AND token = $2 AND erc_type = $3 AND bucket >= $4 AND bucket <= $5`,
+		q.Chain, store.Hex(q.Token), q.ErcType, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 	}
 	defer rows.Close()
-	out := map[string]span{}
+	out := map[spanKey]span{}
 	for rows.Next() {
-		var holder string
+		var k spanKey
 		var s span
-		if err := rows.Scan(store.ScanHex(&holder), &s.before, &s.first, &s.entering, &s.last, &s.lastBal, &s.changes); err != nil {
+		if err := rows.Scan(store.ScanHex(&k.holder), &k.bucket, &s.first, &s.entering, &s.last, &s.lastBal, &s.hi); err != nil {
 			return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 		}
-		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) {
-			return nil, fmt.Errorf("metrics: stored balances %q, %q of %s in %s are not decimals", s.entering, s.lastBal, holder, q.Token)
+		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) || !isDecimal(s.hi) {
+			return nil, fmt.Errorf("metrics: stored balances %q, %q, %q of %s in %s are not decimals", s.entering, s.lastBal, s.hi, k.holder, q.Token)
 		}
-		out[holder] = s
+		out[k] = s
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)

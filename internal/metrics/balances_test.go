@@ -49,13 +49,13 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 			t.Errorf("migration 0122's max_balance differs from the history's")
 		}
 		// evm_token_balance_buckets, kept by the indexer batch after batch,
-		// equals migration 0199's fill from the history.
-		spans := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, changes
+		// equals migration 0190's fill from the history.
+		spans := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`)
 		if buckets := queryRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
 			t.Errorf("%d bucket rows in %d buckets: the test proves little", len(spans), len(buckets))
 		}
-		body, err = os.ReadFile("../store/migrations/0199_token_balance_changes_rows.sql")
+		body, err = os.ReadFile("../store/migrations/0190_token_balance_buckets_rows.sql")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +66,9 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		if _, err := db.ExecContext(ctx, fill); err != nil {
 			t.Fatal(err)
 		}
-		if got := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, changes
+		if got := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`); !reflect.DeepEqual(got, spans) {
-			t.Errorf("migration 0199's evm_token_balance_buckets (%d rows) differs from the indexer's (%d rows)", len(got), len(spans))
+			t.Errorf("migration 0190's evm_token_balance_buckets (%d rows) differs from the indexer's (%d rows)", len(got), len(spans))
 		}
 
 		var tokens, types []string
@@ -390,27 +390,5 @@ func TestHeldResumeCovers(t *testing.T) {
 		if w := r.walked(oq, int(other[2]), &HeldBalance{}); w != nil {
 			t.Errorf("range, size and bucket size %v went on from a walk of (-1, 10, 3, 12)", other)
 		}
-	}
-}
-
-// TestSpanAt reads a holder's balance between its changes in a bucket from
-// the row's list, and refuses lists that are not one.
-func TestSpanAt(t *testing.T) {
-	s := span{first: 10, last: 30, changes: "10:5;20:-3;30:700;"}
-	for _, c := range []struct {
-		end  int64
-		want string
-	}{{10, "5"}, {19, "5"}, {20, "-3"}, {29, "-3"}, {30, "700"}} {
-		if got, err := s.at(c.end); err != nil || got != c.want {
-			t.Errorf("at(%d) = %q, %v; want %q", c.end, got, err, c.want)
-		}
-	}
-	for _, bad := range []string{"", "10:5", "10;", "x:5;", "10:05;", "10:5;20:abc;", ":5;", "10:;"} {
-		if got, err := (span{first: 10, last: 30, changes: bad}).at(25); err == nil {
-			t.Errorf("changes %q: at = %q, no error", bad, got)
-		}
-	}
-	if got, err := s.at(9); err == nil {
-		t.Errorf("at(9), before the first change: %q, no error", got)
 	}
 }

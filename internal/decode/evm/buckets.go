@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"slices"
-	"strconv"
+	"strings"
 )
 
 // HolderBucketBits sizes the buckets of evm_token_balance_buckets (migration
@@ -20,11 +20,11 @@ const HolderBucketBits = 12
 // holderSpan is a token key's changes in one bucket of blocks, as its
 // evm_token_balance_buckets row holds them: the first and last change's
 // blocks, the balance before the first (entering) and after the last, and
-// every change ("<block>:<balance>;" each, migration 0199).
+// the largest one held (hi, non-negative: an upper bound).
 type holderSpan struct {
 	bucket, first, last int64
 	entering, lastBal   string
-	changes             []byte
+	hi                  string
 }
 
 // spanRow is a span closed within the batch (the key changed again in a
@@ -32,6 +32,15 @@ type holderSpan struct {
 type spanRow struct {
 	k tokenKey
 	s holderSpan
+}
+
+// nonNegative is a stored decimal as a bound of what was held: a negative
+// balance (a token whose logs lie) holds nothing; "" (no balance) stays.
+func nonNegative(dec string) string {
+	if strings.HasPrefix(dec, "-") {
+		return "0"
+	}
+	return dec
 }
 
 // greaterDecimal says whether non-negative decimal a is larger than b (the
@@ -49,14 +58,15 @@ func spanAfter(d dirtyBalance, dirty bool, entering, dec string, b, num int64, k
 	s := d.span
 	switch {
 	case !dirty:
-		s = holderSpan{bucket: b, first: num, entering: entering}
+		s = holderSpan{bucket: b, first: num, entering: entering, hi: nonNegative(entering)}
 	case s.bucket != b:
 		*closed = append(*closed, spanRow{k, s})
-		s = holderSpan{bucket: b, first: num, entering: s.lastBal}
+		s = holderSpan{bucket: b, first: num, entering: s.lastBal, hi: nonNegative(s.lastBal)}
 	}
 	s.last, s.lastBal = num, dec
-	s.changes = append(strconv.AppendInt(s.changes, num, 10), ':')
-	s.changes = append(append(s.changes, dec...), ';')
+	if v := nonNegative(dec); greaterDecimal(v, s.hi) {
+		s.hi = v
+	}
 	return s
 }
 
@@ -75,7 +85,7 @@ func (w *writer) queueSpans() {
 	})
 	for _, r := range rows {
 		w.spans.args = append(w.spans.args, r.k.token[:], r.k.typ.String(), r.s.bucket, r.k.holder[:],
-			r.s.first, r.s.entering, r.s.last, r.s.lastBal, string(r.s.changes))
+			r.s.first, r.s.entering, r.s.last, r.s.lastBal, r.s.hi)
 	}
 	// rows may share closedSpans' array past its length: both cleared, so
 	// neither keeps the batch's balances.

@@ -75,14 +75,17 @@ var (
 	insTokenHist = batchCopied(newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
 		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, ""),
 		"holder", "erc_type", "token", "token_id")
-	// evm_token_balance_buckets (migration 0199, buckets.go): a key's span
+	// evm_token_balance_buckets (migration 0190, buckets.go): a key's span
 	// in a bucket may be written by several batches; the first one's first
-	// change and entering balance stay, the last one's last change wins,
-	// each appends its changes.
+	// change and entering balance stay, the last one's last change wins, hi
+	// keeps the larger (non-negative decimals).
 	insTokenBuckets = newInsert("evm_token_balance_buckets", []column{bText("chain_key"), cBlob("token"), cText("erc_type"),
-		cInt("bucket"), cBlob("holder"), cInt("first_block"), cText("entering"), cInt("last_block"), cText("last_balance"), cText("changes")},
+		cInt("bucket"), cBlob("holder"), cInt("first_block"), cText("entering"), cInt("last_block"), cText("last_balance"), cText("hi")},
 		"ON CONFLICT (chain_key, token, erc_type, bucket, holder) DO UPDATE SET last_block = excluded.last_block,"+
-			" last_balance = excluded.last_balance, changes = evm_token_balance_buckets.changes || excluded.changes")
+			" last_balance = excluded.last_balance,"+
+			" hi = CASE WHEN LENGTH(excluded.hi) > LENGTH(evm_token_balance_buckets.hi)"+
+			" OR (LENGTH(excluded.hi) = LENGTH(evm_token_balance_buckets.hi) AND excluded.hi > evm_token_balance_buckets.hi)"+
+			" THEN excluded.hi ELSE evm_token_balance_buckets.hi END")
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
 		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
