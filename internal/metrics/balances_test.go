@@ -50,9 +50,9 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		}
 		// evm_token_balance_buckets, kept by the indexer batch after batch,
 		// equals migration 0190's fill from the history.
-		spans := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+		spans := storetest.Rows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`)
-		if buckets := queryRows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
+		if buckets := storetest.Rows(t, db, `SELECT DISTINCT bucket FROM evm_token_balance_buckets`); len(spans) < 500 || len(buckets) < 20 {
 			t.Errorf("%d bucket rows in %d buckets: the test proves little", len(spans), len(buckets))
 		}
 		body, err = os.ReadFile("../store/migrations/0190_token_balance_buckets_rows.sql")
@@ -66,7 +66,7 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 		if _, err := db.ExecContext(ctx, fill); err != nil {
 			t.Fatal(err)
 		}
-		if got := queryRows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
+		if got := storetest.Rows(t, db, `SELECT token, erc_type, bucket, holder, first_block, entering, last_block, last_balance, hi
 			FROM evm_token_balance_buckets WHERE chain_key = 'C'`); !reflect.DeepEqual(got, spans) {
 			t.Errorf("migration 0190's evm_token_balance_buckets (%d rows) differs from the indexer's (%d rows)", len(got), len(spans))
 		}

@@ -30,36 +30,25 @@ func dumpTables(t *testing.T, db *store.DB, tables ...string) map[string][]strin
 	t.Helper()
 	out := map[string][]string{}
 	for _, table := range tables {
-		out[table] = queryRows(t, db, "SELECT * FROM "+table)
-	}
-	return out
-}
-
-// queryRows reads every row of query q, as text, sorted.
-func queryRows(t *testing.T, db *store.DB, q string) []string {
-	t.Helper()
-	rows, err := db.QueryContext(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		rows, err := db.QueryContext(context.Background(), "SELECT * FROM "+table)
+		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprint(vals...))
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			out[table] = append(out[table], fmt.Sprint(vals...))
+		}
+		rows.Close()
+		sort.Strings(out[table])
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(out)
 	return out
 }
 
