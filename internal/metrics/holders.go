@@ -288,7 +288,7 @@ type collectionDelta struct {
 
 // write applies the changed pairs and the per-contract totals.
 func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) error {
-	var upserts []any // token, holder, units_key triples
+	var upTokens, upHolders, upKeys []string // the pairs to upsert and their units_key
 	var deletes []pair
 	deltas := map[string]*collectionDelta{}
 	var tokens []string
@@ -327,7 +327,7 @@ func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) er
 		}
 		d.holders++
 		d.units.Add(&d.units, w.units[i])
-		upserts = append(upserts, p.token, p.holder, newKey)
+		upTokens, upHolders, upKeys = append(upTokens, p.token), append(upHolders, p.holder), append(upKeys, newKey)
 	}
 	for i := 0; i < len(deletes); i += pairsPerStatement {
 		chunk := deletes[i:min(i+pairsPerStatement, len(deletes))]
@@ -336,22 +336,29 @@ func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) er
 			return fmt.Errorf("delete holders: %w", err)
 		}
 	}
-	if tx.Dialect() == store.Postgres && len(upserts) > 0 {
-		if err := writeHoldersPG(ctx, tx, chain, upserts); err != nil {
-			return err
-		}
-		upserts = nil
-	}
-	for i := 0; i < len(upserts); i += 3 * pairsPerStatement {
-		chunk := upserts[i:min(i+3*pairsPerStatement, len(upserts))]
-		q := w.orQuery("ins", len(chunk)/3, `INSERT INTO metrics_nft_holders (chain_key, token, holder, units_key) VALUES `, ",",
-			` ON CONFLICT (chain_key, token, holder) DO UPDATE SET units_key = excluded.units_key`,
-			func(b *strings.Builder, p int) int {
-				fmt.Fprintf(b, "($1, %s, %s, %s)", ph(p), ph(p+1), ph(p+2))
-				return p + 3
-			})
-		if _, err := tx.Exec(ctx, q, append([]any{chain}, chunk...)...); err != nil {
+	switch {
+	case len(upTokens) == 0:
+	case tx.Dialect() == store.Postgres:
+		if _, err := tx.Exec(ctx, upHoldersPG, chain, upTokens, upHolders, upKeys); err != nil {
 			return fmt.Errorf("write holders: %w", err)
+		}
+	default:
+		for i := 0; i < len(upTokens); i += pairsPerStatement {
+			n := min(pairsPerStatement, len(upTokens)-i)
+			q := w.orQuery("ins", n, `INSERT INTO metrics_nft_holders (chain_key, token, holder, units_key) VALUES `, ",",
+				` ON CONFLICT (chain_key, token, holder) DO UPDATE SET units_key = excluded.units_key`,
+				func(b *strings.Builder, p int) int {
+					fmt.Fprintf(b, "($1, %s, %s, %s)", ph(p), ph(p+1), ph(p+2))
+					return p + 3
+				})
+			args := make([]any, 0, 1+3*n)
+			args = append(args, chain)
+			for j := i; j < i+n; j++ {
+				args = append(args, upTokens[j], upHolders[j], upKeys[j])
+			}
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
+				return fmt.Errorf("write holders: %w", err)
+			}
 		}
 	}
 	if len(tokens) == 0 {
@@ -367,25 +374,6 @@ func (w *holderWriter) write(ctx context.Context, tx *store.Tx, chain string) er
 const upHoldersPG = `INSERT INTO metrics_nft_holders (chain_key, token, holder, units_key)
 	SELECT $1, u.token, u.holder, u.units_key FROM unnest($2::text[], $3::text[], $4::text[]) AS u(token, holder, units_key)
 	ON CONFLICT (chain_key, token, holder) DO UPDATE SET units_key = excluded.units_key`
-
-// writeHoldersPG upserts the token, holder, units_key triples on PostgreSQL.
-func writeHoldersPG(ctx context.Context, tx *store.Tx, chain string, triples []any) error {
-	n := len(triples) / 3
-	tokens, holders, keys := make([]string, n), make([]string, n), make([]string, n)
-	for i := range n {
-		var ok [3]bool
-		tokens[i], ok[0] = triples[3*i].(string)
-		holders[i], ok[1] = triples[3*i+1].(string)
-		keys[i], ok[2] = triples[3*i+2].(string)
-		if ok != [3]bool{true, true, true} {
-			return fmt.Errorf("write holders: pair %d: %T, %T, %T", i, triples[3*i], triples[3*i+1], triples[3*i+2])
-		}
-	}
-	if _, err := tx.Exec(ctx, upHoldersPG, chain, tokens, holders, keys); err != nil {
-		return fmt.Errorf("write holders: %w", err)
-	}
-	return nil
-}
 
 // writeCollections adds the deltas to the per-contract totals.
 func (w *holderWriter) writeCollections(ctx context.Context, tx *store.Tx, chain string, tokens []string, deltas map[string]*collectionDelta) error {
