@@ -525,18 +525,17 @@ func fileSize(path string) int64 {
 // backend's figure is its own.
 func resetPeakRSS() { os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) } //nolint:errcheck // best effort
 
-// peakRSS is the process's peak resident set (VmHWM), in bytes.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// peakRSS is this process's peak resident set (VmHWM), in bytes.
+func peakRSS() int64 { return procPeakRSS(os.Getpid()) }
+
+// procPeakRSS is a process's peak resident set (VmHWM), in bytes (0 when
+// it cannot be read).
+func procPeakRSS(pid int) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
-	return vmHWM(string(b))
-}
-
-// vmHWM reads VmHWM from a /proc/PID/status text, in bytes.
-func vmHWM(status string) int64 {
-	for _, line := range strings.Split(status, "\n") {
+	for _, line := range strings.Split(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			f := strings.Fields(v)
 			if len(f) == 0 {
@@ -600,15 +599,6 @@ func memTrace(b *testing.B, backend string) io.Writer {
 	}
 	b.Cleanup(func() { f.Close() })
 	return f
-}
-
-// procPeakRSS is a process's peak resident set (VmHWM), in bytes.
-func procPeakRSS(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	return vmHWM(string(raw))
 }
 
 // PostgreSQL write path figures (issue #22): WAL bytes per block, whether the
