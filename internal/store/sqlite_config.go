@@ -46,7 +46,15 @@ static int pf_trim_malloc(void) {
 */
 import "C"
 
-// init also sets glibc malloc for SQLite, whose memory is many page-sized
+// init turns SQLite's memory statistics off before any connection exists
+// (sqlite3_config is refused once SQLite is initialized). With them on, every
+// allocation SQLite makes takes a process-wide mutex to count bytes that
+// Permafrost never reads: ingestion is ~5% faster without (docs/benchmarks.md).
+// mattn/go-sqlite3 has no option for it; its build flags could do it, but every
+// build of the binary would have to set them (CGO_CFLAGS). Failure only costs
+// that speed; TestSQLiteMemoryStatisticsOff checks that it takes effect.
+//
+// It also sets glibc malloc for SQLite, whose memory is many page-sized
 // blocks (the page caches) and a few large ones (a sorter's list, doubled up
 // to the cache size). By default glibc gives threads that allocate at once
 // arenas of their own, up to 8 per core (cgo calls run on any of the Go
@@ -58,14 +66,6 @@ import "C"
 // catch-up's index build at about 265 MB of RSS instead of 480
 // (docs/benchmarks.md, "Twelfth session"). GLIBC_TUNABLES or glibc's
 // MALLOC_ environment variables, if set, win.
-//
-// init turns SQLite's memory statistics off before any connection exists
-// (sqlite3_config is refused once SQLite is initialized). With them on, every
-// allocation SQLite makes takes a process-wide mutex to count bytes that
-// Permafrost never reads: ingestion is ~5% faster without (docs/benchmarks.md).
-// mattn/go-sqlite3 has no option for it; its build flags could do it, but every
-// build of the binary would have to set them (CGO_CFLAGS). Failure only costs
-// that speed; TestSQLiteMemoryStatisticsOff checks that it takes effect.
 func init() {
 	_ = C.pf_memstatus_off()
 	_ = C.pf_malloc_config()
