@@ -88,12 +88,11 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 		q.BucketBits = evm.HolderBucketBits
 	}
 	thr := q.Threshold.String()
-	cands, err := readCandidates(ctx, db, q, thr)
+	walk, err := readCandidates(ctx, db, q, thr)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	walk, err := boundAtEnd(ctx, db, q, cands)
-	if err != nil {
+	if err := boundAtEnd(ctx, db, q, walk); err != nil {
 		return nil, nil, false, err
 	}
 	// The walk compares the stored decimals as text (cmpDecimal): on a hot
@@ -142,7 +141,7 @@ func HeldAbove(ctx context.Context, db *store.DB, q HeldQuery, after *HeldBalanc
 			return nil, nil, false, err
 		}
 		for _, c := range chunk {
-			bal := c.atEnd
+			bal := c.bound
 			if !c.exact {
 				bal = atEnd[c.addr]
 			}
@@ -371,15 +370,15 @@ type candidate struct {
 	changed int64  // block of its last change
 	balance string // decimal
 	max     string // decimal, non-negative
-	// After boundAtEnd: its balance after the range's end when known
-	// without a seek (exact; "" for none), and the largest it can be.
-	atEnd, bound string
-	exact        bool
+	// After boundAtEnd: the largest its balance after the range's end can
+	// be, or that balance when exact (known without a seek; "" for none).
+	bound string
+	exact bool
 }
 
 // readCandidates reads the holders of q's token whose largest balance ever
 // reached thr.
-func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) ([]candidate, error) {
+func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) ([]*candidate, error) {
 	// Stored decimals compare without parsing: a longer number is larger,
 	// equal lengths compare as text.
 	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, b.balance, b.max_balance
@@ -391,16 +390,25 @@ func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) 
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 	}
 	defer rows.Close()
-	var out []candidate
+	// Scanned in place, into blocks of candidateBlock: a candidate scanned
+	// into a variable of its own escaped to the heap, one allocation a
+	// holder, and one growing slice copied each (2,000 on a busy token) up
+	// to three times.
+	var out []*candidate
+	var block []candidate
 	for rows.Next() {
-		var c candidate
+		if len(block) == cap(block) {
+			block = make([]candidate, 0, candidateBlock)
+		}
+		block = append(block, candidate{})
+		c := &block[len(block)-1]
+		out = append(out, c)
 		if err := rows.Scan(store.ScanHex(&c.addr), &c.changed, &c.balance, &c.max); err != nil {
 			return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 		}
 		if !isDecimal(c.max) || strings.HasPrefix(c.max, "-") || !isDecimal(c.balance) {
 			return nil, fmt.Errorf("metrics: stored balance %q or largest balance %q of %s in %s is not a decimal", c.balance, c.max, c.addr, q.Token)
 		}
-		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
@@ -408,101 +416,119 @@ func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) 
 	return out, nil
 }
 
+// candidateBlock is how many candidates readCandidates allocates at once.
+const candidateBlock = 256
+
 // boundAtEnd sets each candidate's balance after q.End when it is known
-// without a seek of its history, and its bound (see HeldAbove), and returns
+// without a seek of its history, else its bound (see HeldAbove), and sorts
 // them in the walk's order: by bound, largest first, then by address.
-func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []candidate) ([]*candidate, error) {
+func boundAtEnd(ctx context.Context, db *store.DB, q HeldQuery, cands []*candidate) error {
 	past := false
-	for i := range cands {
-		c := &cands[i]
+	for _, c := range cands {
 		if c.changed <= q.End {
-			c.atEnd, c.exact = c.balance, true
+			c.bound, c.exact = c.balance, true
 		} else {
 			past = true
 		}
 	}
 	if past && q.End >= 0 {
 		b := q.End >> q.BucketBits
-		spans, err := readSpans(ctx, db, q, b-1, b)
+		inEnd, before, err := readSpans(ctx, db, q, b)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		for i := range cands {
-			c := &cands[i]
+		for _, c := range cands {
 			if c.exact {
 				continue
 			}
-			if s, ok := spans[spanKey{c.addr, b}]; ok {
-				switch {
-				case q.End < s.first:
-					c.atEnd, c.exact = s.entering, true
-				case q.End >= s.last:
-					c.atEnd, c.exact = s.lastBal, true
-				default:
-					c.bound = s.hi
-				}
-			} else if s, ok := spans[spanKey{c.addr, b - 1}]; ok {
-				c.atEnd, c.exact = s.lastBal, true // no change in End's bucket
+			if s, ok := findSpan(inEnd, c.addr); ok {
+				c.bound, c.exact = s.bal, s.exact
+			} else if s, ok := findSpan(before, c.addr); ok {
+				c.bound, c.exact = s.bal, true // no change in End's bucket
 			}
 		}
 	}
-	walk := make([]*candidate, len(cands))
-	for i := range cands {
-		c := &cands[i]
-		switch {
-		case c.exact:
-			c.bound = c.atEnd
-		case c.bound == "" || cmpDecimal(c.max, c.bound) < 0:
+	for _, c := range cands {
+		if !c.exact && (c.bound == "" || cmpDecimal(c.max, c.bound) < 0) {
 			c.bound = c.max
 		}
-		walk[i] = c
 	}
-	slices.SortFunc(walk, func(a, b *candidate) int {
+	slices.SortFunc(cands, func(a, b *candidate) int {
 		if c := cmpDecimal(b.bound, a.bound); c != 0 {
 			return c
 		}
 		return strings.Compare(a.addr, b.addr)
 	})
-	return walk, nil
+	return nil
 }
 
-// span is a holder's row of evm_token_balance_buckets (migration 0190).
-type span struct {
-	first, last           int64
-	entering, lastBal, hi string
-}
-
-type spanKey struct {
+// spanAt is what a holder's row of evm_token_balance_buckets (migration
+// 0190) says of its balance after a block of the row's bucket: exact (the
+// balance it entered the bucket with, before the row's first change, or
+// the one after its last) or bounded by the largest it held in the bucket
+// (exact false).
+type spanAt struct {
 	holder string
-	bucket int64
+	bal    string
+	exact  bool
 }
 
-// readSpans reads q's token's rows of evm_token_balance_buckets in buckets
-// from..to: one index range.
-func readSpans(ctx context.Context, db *store.DB, q HeldQuery, from, to int64) (map[spanKey]span, error) {
-	rows, err := db.QueryContext(ctx, `SELECT holder, bucket, first_block, entering, last_block, last_balance, hi
-		FROM evm_token_balance_buckets WHERE chain_key = $1 AND token = $2 AND erc_type = $3 AND bucket >= $4 AND bucket <= $5`,
-		q.Chain, store.Hex(q.Token), q.ErcType, from, to)
+// findSpan is holder's entry of spans (sorted by holder).
+func findSpan(spans []spanAt, holder string) (spanAt, bool) {
+	i, ok := slices.BinarySearchFunc(spans, holder, func(s spanAt, h string) int { return strings.Compare(s.holder, h) })
+	if !ok {
+		return spanAt{}, false
+	}
+	return spans[i], true
+}
+
+// readSpans reads q's token's rows of evm_token_balance_buckets in End's
+// bucket b and the one before (one index range) as what each says of the
+// holder's balance after End: inEnd from b's rows, before the balance after
+// each holder's last change in b-1. Both are in holder order (the primary
+// key's, bytes; the hex strings sort alike): a page looks its 2,000
+// candidates up by binary search, where a map of the 3,500 rows was a
+// quarter of the request's allocations. Of a row's three balances only the
+// one End needs is kept.
+func readSpans(ctx context.Context, db *store.DB, q HeldQuery, b int64) (inEnd, before []spanAt, err error) {
+	rows, err := db.QueryContext(ctx, `SELECT bucket, holder, first_block, last_block, entering, last_balance, hi
+		FROM evm_token_balance_buckets WHERE chain_key = $1 AND token = $2 AND erc_type = $3 AND bucket >= $4 AND bucket <= $5
+		ORDER BY bucket, holder`,
+		q.Chain, store.Hex(q.Token), q.ErcType, b-1, b)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
+		return nil, nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 	}
 	defer rows.Close()
-	out := map[spanKey]span{}
+	inEnd, before = make([]spanAt, 0, 256), make([]spanAt, 0, 256)
+	var bucket, first, last int64
+	var entering, lastBal, hi sql.RawBytes
 	for rows.Next() {
-		var k spanKey
-		var s span
-		if err := rows.Scan(store.ScanHex(&k.holder), &k.bucket, &s.first, &s.entering, &s.last, &s.lastBal, &s.hi); err != nil {
-			return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
+		var s spanAt
+		if err := rows.Scan(&bucket, store.ScanHex(&s.holder), &first, &last, &entering, &lastBal, &hi); err != nil {
+			return nil, nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 		}
-		if (s.entering != "" && !isDecimal(s.entering)) || !isDecimal(s.lastBal) || !isDecimal(s.hi) {
-			return nil, fmt.Errorf("metrics: stored balances %q, %q, %q of %s in %s are not decimals", s.entering, s.lastBal, s.hi, k.holder, q.Token)
+		v, none := lastBal, false // none: "" (no balance) is a valid answer
+		switch {
+		case bucket != b || q.End >= last:
+			s.exact = true
+		case q.End < first:
+			v, none, s.exact = entering, true, true
+		default:
+			v = hi
 		}
-		out[k] = s
+		if s.bal = string(v); !(none && s.bal == "") && !isDecimal(s.bal) {
+			return nil, nil, fmt.Errorf("metrics: stored balance %q of %s in %s (bucket %d) is not a decimal", s.bal, s.holder, q.Token, bucket)
+		}
+		if bucket == b {
+			inEnd = append(inEnd, s)
+		} else {
+			before = append(before, s)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
+		return nil, nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 	}
-	return out, nil
+	return inEnd, before, nil
 }
 
 // balancesAt reads the balances of holders after block end: one

@@ -111,12 +111,11 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 			for end := int64(0); end < tip; end += 5 {
 				want := o.HeldAbove(token, big.NewInt(-1), -1, end)
 				q := heldQuery(token, types[i], big.NewInt(0), [2]int64{-1, end})
-				cands, err := readCandidates(ctx, db, q, "0")
+				walk, err := readCandidates(ctx, db, q, "0")
 				if err != nil {
 					t.Fatal(err)
 				}
-				walk, err := boundAtEnd(ctx, db, q, cands)
-				if err != nil {
+				if err := boundAtEnd(ctx, db, q, walk); err != nil {
 					t.Fatal(err)
 				}
 				for _, c := range walk {
@@ -126,8 +125,8 @@ func TestHeldAboveGeneratedChain(t *testing.T) {
 					if c.changed > end {
 						fromBuckets++
 					}
-					if c.atEnd != want[c.addr] {
-						t.Errorf("%s %s after %d: %s walks with %q (last change %d), want %q", types[i], token, end, c.addr, c.atEnd, c.changed, want[c.addr])
+					if c.bound != want[c.addr] {
+						t.Errorf("%s %s after %d: %s walks with %q (last change %d), want %q", types[i], token, end, c.addr, c.bound, c.changed, want[c.addr])
 					}
 				}
 			}

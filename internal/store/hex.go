@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
+	"strings"
 )
 
 // EVM addresses and hashes are stored as their bytes (BLOB on SQLite, BYTEA on
@@ -41,10 +42,18 @@ func HexString(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
-	out := make([]byte, 2+2*len(b))
-	out[0], out[1] = '0', 'x'
-	hex.Encode(out[2:], b)
-	return string(out)
+	// One allocation (the Builder's buffer becomes the string): every
+	// address and hash the API returns passes here.
+	var out strings.Builder
+	out.Grow(2 + 2*len(b))
+	out.WriteString("0x")
+	var buf [64]byte
+	for len(b) > 0 {
+		n := hex.Encode(buf[:], b[:min(len(b), len(buf)/2)])
+		out.Write(buf[:n])
+		b = b[n/2:]
+	}
+	return out.String()
 }
 
 // ScanHex scans a stored address or hash into dst as 0x-lowercase hex; NULL

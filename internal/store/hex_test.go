@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/hex"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,6 +10,23 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
+
+// TestHexStringLengths compares HexString with encoding/hex on every length
+// up to past two of its 32-byte chunks.
+func TestHexStringLengths(t *testing.T) {
+	b := make([]byte, 80)
+	for i := range b {
+		b[i] = byte(i*37 + 11)
+	}
+	for n := 1; n <= len(b); n++ {
+		if got, want := store.HexString(b[:n]), "0x"+hex.EncodeToString(b[:n]); got != want {
+			t.Fatalf("%d bytes: %s, want %s", n, got, want)
+		}
+	}
+	if got := store.HexString(nil); got != "" {
+		t.Fatalf("no bytes: %q", got)
+	}
+}
 
 func TestHexValue(t *testing.T) {
 	for _, c := range []struct {
