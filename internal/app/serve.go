@@ -177,6 +177,8 @@ func serve(ctx context.Context, cfg *config.Config, stdout io.Writer, log *slog.
 			return fmt.Errorf("%w (run API-only replicas with --ingest=false)", err)
 		}
 		defer w.Release()
+	} else if p, l := api.ReplicaGC(os.Getenv); p != 0 {
+		log.Info("serve: API-only replica, Go collector set (GOGC or GOMEMLIMIT in the environment override it)", "gogc", p, "memory_limit_mib", l>>20)
 	}
 	opts, err := chainOptions(cfg, log)
 	if err != nil {

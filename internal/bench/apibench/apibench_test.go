@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/permafrost-dev/permafrost/internal/api"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -274,6 +275,7 @@ func TestReplicaChild(t *testing.T) {
 	if dsn == "" {
 		t.Skip("the child process of StartReplica")
 	}
+	api.ReplicaGC(os.Getenv) // as serve --ingest=false
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	db, err := store.Open(ctx, dsn)
