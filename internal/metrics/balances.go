@@ -379,13 +379,7 @@ type candidate struct {
 // readCandidates reads the holders of q's token whose largest balance ever
 // reached thr.
 func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) ([]*candidate, error) {
-	// Stored decimals compare without parsing: a longer number is larger,
-	// equal lengths compare as text.
-	rows, err := db.QueryContext(ctx, `SELECT b.holder, b.block_number, b.balance, b.max_balance
-		FROM evm_token_balances b`+db.IndexedBy(ctx, "evm_token_balances_token")+`
-		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
-		AND (LENGTH(b.max_balance) > $4 OR (LENGTH(b.max_balance) = $4 AND b.max_balance >= $5))`,
-		q.Chain, store.Hex(q.Token), q.ErcType, len(thr), thr)
+	rows, err := db.QueryContext(ctx, candidatesQuery(ctx, db), q.Chain, store.Hex(q.Token), q.ErcType, len(thr), thr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 	}
@@ -414,6 +408,18 @@ func readCandidates(ctx context.Context, db *store.DB, q HeldQuery, thr string) 
 		return nil, fmt.Errorf("metrics: read holders of %s: %w", q.Token, err)
 	}
 	return out, nil
+}
+
+// candidatesQuery is readCandidates' statement: the token's holders whose
+// largest balance reached the threshold (chain, token, type, the
+// threshold's length and digits), in one range of evm_token_balances_token,
+// which on SQLite holds all it reads (0198). Stored decimals compare
+// without parsing: a longer number is larger, equal lengths compare as text.
+func candidatesQuery(ctx context.Context, db *store.DB) string {
+	return `SELECT b.holder, b.block_number, b.balance, b.max_balance
+		FROM evm_token_balances b` + db.IndexedBy(ctx, "evm_token_balances_token") + `
+		WHERE b.chain_key = $1 AND b.token = $2 AND b.erc_type = $3 AND b.token_id = ''
+		AND (LENGTH(b.max_balance) > $4 OR (LENGTH(b.max_balance) = $4 AND b.max_balance >= $5))`
 }
 
 // candidateBlock is how many candidates readCandidates allocates at once.
