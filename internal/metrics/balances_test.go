@@ -403,22 +403,9 @@ func TestCandidatesReadTokenIndexAlone(t *testing.T) {
 	}
 	args := []any{"C", store.Hex("0x45f353b4b83db50bedd3bf99d42bde6363fd6212"), "ERC-20", 1, "1"}
 	for _, q := range []string{candidatesQuery(ctx, db), strings.Replace(candidatesQuery(ctx, db), " INDEXED BY evm_token_balances_token", "", 1)} {
-		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(detail + "\n")
-		}
-		rows.Close()
-		if !strings.Contains(plan.String(), "USING COVERING INDEX evm_token_balances_token") {
-			t.Errorf("plan does not read evm_token_balances_token alone:\n%s\n%s", plan.String(), q)
+		plan := storetest.SQLitePlan(t, db, q, args...)
+		if !strings.Contains(plan, "USING COVERING INDEX evm_token_balances_token") {
+			t.Errorf("plan does not read evm_token_balances_token alone:\n%s\n%s", plan, q)
 		}
 	}
 }
