@@ -391,3 +391,21 @@ func TestHeldResumeCovers(t *testing.T) {
 		}
 	}
 }
+
+// On SQLite a page's candidates are read from the token index alone
+// (0198), with or without the hint: no descent of the balances' primary key
+// a holder.
+func TestCandidatesReadTokenIndexAlone(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t, storetest.SQLiteDSN(t))
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	args := []any{"C", store.Hex("0x45f353b4b83db50bedd3bf99d42bde6363fd6212"), "ERC-20", 1, "1"}
+	for _, q := range []string{candidatesQuery(ctx, db), strings.Replace(candidatesQuery(ctx, db), " INDEXED BY evm_token_balances_token", "", 1)} {
+		plan := storetest.SQLitePlan(t, db, q, args...)
+		if !strings.Contains(plan, "USING COVERING INDEX evm_token_balances_token") {
+			t.Errorf("plan does not read evm_token_balances_token alone:\n%s\n%s", plan, q)
+		}
+	}
+}

@@ -47,3 +47,26 @@ func Rows(t testing.TB, db *store.DB, q string, skip ...string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// SQLitePlan is SQLite's EXPLAIN QUERY PLAN of q, one step's detail a line.
+func SQLitePlan(t testing.TB, db *store.DB, q string, args ...any) string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, q)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(detail + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("explain: %v\n%s", err, q)
+	}
+	return b.String()
+}

@@ -23,20 +23,7 @@ func plan(t *testing.T, db *store.DB, q string, args ...any) string {
 	ctx := context.Background()
 	var b strings.Builder
 	if db.Dialect() == store.SQLite {
-		rows, err := db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatalf("explain: %v\n%s", err, q)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			b.WriteString(detail + "\n")
-		}
-		return b.String()
+		return storetest.SQLitePlan(t, db, q, args...)
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
