@@ -6,8 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,6 +49,9 @@ func envInt(name string, def int) int {
 //	                    dataset (regenerating deletes the cached one first)
 //	APIBENCH_REPLICA    set: serve from a child process (StartReplica) and
 //	                    report its peak RSS (VmHWM)
+//	APIBENCH_REPLICA_PROFILE  with APIBENCH_REPLICA: each replica's Go CPU
+//	                    profile of its first APIBENCH_SECONDS goes to this
+//	                    path plus "." and its process id
 //
 // After the endpoints, "mixed" runs a weighted mix of them as one load
 // (Mixed): its req/s is the aggregate throughput.
@@ -276,6 +281,22 @@ func TestReplicaChild(t *testing.T) {
 		t.Skip("the child process of StartReplica")
 	}
 	api.ReplicaGC(os.Getenv) // as serve --ingest=false
+	stopProfile := func() {}
+	if path := os.Getenv("APIBENCH_REPLICA_PROFILE"); path != "" {
+		f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		// For as many seconds as the load lasts, from the warm-up on: the
+		// replica of a benchmark run is killed (its context's end) before
+		// it reads the end of its stdin.
+		var once sync.Once
+		stopProfile = func() { once.Do(func() { pprof.StopCPUProfile(); f.Close() }) }
+		time.AfterFunc(time.Duration(envInt("APIBENCH_SECONDS", 5))*time.Second, stopProfile)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	db, err := store.Open(ctx, dsn)
@@ -289,6 +310,7 @@ func TestReplicaChild(t *testing.T) {
 	}
 	fmt.Printf("replica listening on %s\n", base)
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it, or exits
+	stopProfile()
 	cancel()
 	<-done
 }
