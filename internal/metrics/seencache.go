@@ -1,8 +1,9 @@
 package metrics
 
 // seenCap bounds each (role, kind) set of a seenCache: 65,536 addresses,
-// ~3.5 MB at most (docs/benchmarks.md, "Thirteenth session"), 14 sets ~50 MB.
-// A full set stops growing: the addresses past it are probed, as without it.
+// 14 sets full ~40 MB of heap (TestSeenCacheBounded logs it; docs/benchmarks.md,
+// "Thirteenth session"). A full set stops growing: the addresses past it are
+// probed, as without the set.
 const seenCap = 1 << 16
 
 // seenCache remembers addresses metrics_evm_seen already holds, per role and
