@@ -1,10 +1,11 @@
 package metrics
 
-// seenCap bounds each (role, kind) set of a seenCache: 65,536 addresses,
-// 14 sets full ~40 MB of heap (TestSeenCacheBounded logs it; docs/benchmarks.md,
-// "Thirteenth session"). A full set stops growing: the addresses past it are
-// probed, as without the set.
-const seenCap = 1 << 16
+// seenCap bounds each (role, kind) set of a seenCache: 32,768 addresses, so
+// that a chain's 14 sets hold at most ~20 MB of heap (TestSeenCacheBounded
+// logs it; docs/benchmarks.md, "Thirteenth session"), one cache per EVM
+// chain. A full set stops growing: the addresses past it are probed, as
+// without the set.
+const seenCap = 1 << 15
 
 // seenCache remembers addresses metrics_evm_seen already holds, per role and
 // interval kind for the kind's newest bucket the rollup wrote (the "ever"
