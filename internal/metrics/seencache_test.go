@@ -42,42 +42,26 @@ func TestSeenCacheKeepsCounts(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		ix := newEVMRollup(t, g, time.Unix(1_800_000_000, 0))
-		apply := func(blocks []ingest.RawBlock, commit bool) {
-			t.Helper()
-			tx, err := db.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback() //nolint:errcheck // committed, or abandoned on purpose
-			for _, b := range blocks {
-				if _, err := tx.Exec(ctx, `INSERT INTO raw_blocks (chain_key, height, hash, block_time, body) VALUES ($1,$2,$3,$4,$5)`,
-					"C", int64(b.Height), b.Hash, b.Timestamp, b.Bytes); err != nil {
-					t.Fatal(err)
-				}
-				if err := ix.Apply(ctx, tx, b); err != nil {
-					t.Fatalf("block %d: %v", b.Height, err)
-				}
-			}
-			if err := ingest.Flush(ctx, ix, tx); err != nil {
-				t.Fatal(err)
-			}
-			if !commit {
-				ingest.Discard(ix) // as the pipeline does for a batch whose commit failed
-				return
-			}
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
+		// Ten batches, then the eleventh flushed and abandoned (as the
+		// pipeline abandons a batch whose commit failed), then applied again.
+		applyBlocks(t, db, ix, blocks[:127], 7, 30, 3)
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range blocks[127:157] {
+			if err := ix.Apply(ctx, tx, b); err != nil {
+				t.Fatalf("block %d: %v", b.Height, err)
 			}
 		}
-		for i, k := 0, 0; i < len(blocks); k++ {
-			n := []int{7, 30, 3}[k%3]
-			batch := blocks[i:min(i+n, len(blocks))]
-			if k == 10 {
-				apply(batch, false) // abandoned, then applied again
-			}
-			apply(batch, true)
-			i += n
+		if err := ingest.Flush(ctx, ix, tx); err != nil {
+			t.Fatal(err)
 		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		ingest.Discard(ix)
+		applyBlocks(t, db, ix, blocks[127:], 30, 3, 7)
 		known := ix.(*Rollup).evm.known.sets[seenSlot{roleActive, Hour}]
 		if known == nil || len(known.addrs) == 0 {
 			t.Fatal("no address known stored after the last batch: the test would not exercise the set")
