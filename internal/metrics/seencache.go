@@ -34,7 +34,8 @@ type seenSet struct {
 	addrs  map[[20]byte]struct{}
 }
 
-// begin drops everything unless the batch lo..hi follows the last one.
+// begin drops everything unless the batch starting at height lo follows the
+// last one written.
 func (c *seenCache) begin(lo int64) {
 	if lo != c.next {
 		c.forget()
