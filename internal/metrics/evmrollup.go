@@ -79,6 +79,9 @@ type evmRollup struct {
 	sets    map[seenKey]map[string]struct{} // (role, kind, bucket) -> addresses
 	ever    map[int]map[string]int64        // role -> address -> time of its first block in the batch
 	last    map[int]map[string]int64        // role -> address -> time of its newest block in the batch
+	// known outlives the batch (reset keeps it): the addresses earlier
+	// batches stored in the newest buckets, which flush does not probe.
+	known seenCache
 }
 
 type seenKey struct {
@@ -469,10 +472,18 @@ func ScanEVMBucket(s interface{ Scan(...any) error }) (EVMBucket, error) {
 // flush writes the pending buckets: the new distinct addresses first (their
 // counts are what the inserts report new), then each touched bucket merged
 // into its row, carrying the cumulative totals from the kind's previous row.
-func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error {
+func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) (err error) {
 	if !e.any {
 		return nil
 	}
+	e.known.begin(e.lo)
+	defer func() {
+		if err != nil {
+			e.known.forget() // the transaction will be rolled back
+		} else {
+			e.known.end(e.hi)
+		}
+	}()
 	if err := e.collect(ctx, tx, chain); err != nil {
 		return err
 	}
@@ -485,10 +496,12 @@ func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 		}
 		return int(a.bucket - b.bucket)
 	}) {
-		fresh, err := insertSeen(ctx, tx, chain, key, slices.Sorted(maps.Keys(e.sets[key])))
+		addrs := e.known.unknown(key, slices.Sorted(maps.Keys(e.sets[key])))
+		fresh, err := insertSeen(ctx, tx, chain, key, addrs)
 		if err != nil {
 			return err
 		}
+		e.known.add(key, addrs)
 		b := e.buckets[key.bucketKey]
 		if b == nil {
 			return fmt.Errorf("addresses of interval %d without a block", key.bucket)
@@ -510,10 +523,13 @@ func (e *evmRollup) flush(ctx context.Context, tx *store.Tx, chain string) error
 		if len(ev) == 0 {
 			continue
 		}
-		fresh, err := insertSeen(ctx, tx, chain, seenKey{role, bucketKey{kindEver, 0}}, slices.Sorted(maps.Keys(ev)))
+		key := seenKey{role, bucketKey{kindEver, 0}}
+		addrs := e.known.unknown(key, slices.Sorted(maps.Keys(ev)))
+		fresh, err := insertSeen(ctx, tx, chain, key, addrs)
 		if err != nil {
 			return err
 		}
+		e.known.add(key, addrs)
 		for _, a := range fresh {
 			for _, k := range evmKinds {
 				into[bucketKey{k, k.Floor(floorDiv(ev[a], 1000))}]++

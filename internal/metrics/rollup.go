@@ -308,6 +308,7 @@ func (r *Rollup) Discard() {
 	r.evmApplied = 0
 	r.nft.discard()
 	r.evm.reset()
+	r.evm.known.forget()
 	r.staking.discard()
 	r.fees.discard()
 	r.icm.discard()
