@@ -75,9 +75,12 @@ type txn struct {
 	contract    common.Address
 	hasContract bool
 	logs        []logEntry
-	rseen       struct{ hash, index, status, gasUsed bool }
+	rseen       struct{ hash, index, status, gasUsed, blockHash, blockNumber bool }
 	rhash       common.Hash
 	rindex      uint64
+	// the block the receipt names (source.EVMBlockFacts: the fetch checks it)
+	rblockHash   common.Hash
+	rblockNumber uint64
 
 	// from the call traces: the nested frames, depth first
 	frames []frame
@@ -402,7 +405,8 @@ func (t *txn) parseReceipt(s *jsonscan.Scanner) error {
 			})
 		}
 		switch string(key) {
-		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress":
+		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress",
+			"blockHash", "blockNumber":
 		default:
 			return s.Skip()
 		}
@@ -432,6 +436,12 @@ func (t *txn) parseReceipt(s *jsonscan.Scanner) error {
 		case "contractAddress":
 			t.hasContract = true
 			t.contract, err = jsonscan.Address("contractAddress", v)
+		case "blockHash":
+			t.rseen.blockHash = true
+			t.rblockHash, err = jsonscan.Hash("receipt blockHash", v)
+		case "blockNumber":
+			t.rseen.blockNumber = true
+			t.rblockNumber, err = jsonscan.Uint64("receipt blockNumber", v)
 		}
 		return err
 	})
