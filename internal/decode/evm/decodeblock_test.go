@@ -110,12 +110,18 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := e.DecodeBlocks(ctx, 0, tip, ix)
+			// Small batches, four in flight: blocks decoded concurrently.
+			par, err := source.NewEVM(ctx, url, source.EVMOptions{BatchSize: 3, Concurrency: 4, Retry: source.Retry{MaxAttempts: 1}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.Traces() != c.traced {
-				t.Fatalf("traces %v, want %v", e.Traces(), c.traced)
+			defer par.Close()
+			got, err := par.DecodeBlocks(ctx, 0, tip, ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Traces() != c.traced || par.Traces() != c.traced {
+				t.Fatalf("traces %v and %v, want %v", e.Traces(), par.Traces(), c.traced)
 			}
 			withTxs := -1
 			for h := range want {
