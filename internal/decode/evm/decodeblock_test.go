@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -81,7 +80,8 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 			}
 			var distort func([]byte) []byte // of the answer being served; nil: none
 			node := replay.NewHandler(rec)
-			url := serveLocal(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// httptest listens on 127.0.0.1.
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if distort == nil {
 					node.ServeHTTP(w, r)
 					return
@@ -91,7 +91,9 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(rr.Code)
 				_, _ = w.Write(distort(rr.Body.Bytes()))
-			})) + c.path
+			}))
+			t.Cleanup(srv.Close)
+			url := srv.URL + c.path
 			// One attempt, one batch: each distorted answer is the error.
 			e, err := source.NewEVM(ctx, url, source.EVMOptions{BatchSize: 300, Concurrency: 1, Retry: source.Retry{MaxAttempts: 1}})
 			if err != nil {
@@ -177,19 +179,4 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// serveLocal serves h on 127.0.0.1 and returns its base URL.
-func serveLocal(t *testing.T, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(h)
-	srv.Listener.Close()
-	srv.Listener = ln
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
