@@ -35,7 +35,10 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 	other := json.RawMessage(`"0x00000000000000000000000000000000000000000000000000000000000000ab"`)
 	edits := []edit{
 		{name: "receipt names another block", want: source.ErrInconsistent,
-			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage { rs[0]["blockHash"] = other; return rs }},
+			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage {
+				rs[0]["blockHash"] = other
+				return rs
+			}},
 		{name: "receipt names another height", want: source.ErrInconsistent,
 			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage {
 				rs[0]["blockNumber"] = json.RawMessage(`"0x4d2"`)
@@ -49,7 +52,10 @@ func TestDecodeBlockInTheFetch(t *testing.T) {
 		{name: "a receipt missing", want: source.ErrInconsistent,
 			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage { return rs[1:] }},
 		{name: "receipt without blockHash", want: source.ErrMalformed,
-			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage { delete(rs[0], "blockHash"); return rs }},
+			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage {
+				delete(rs[0], "blockHash")
+				return rs
+			}},
 		{name: "receipt with a null blockNumber", want: source.ErrMalformed,
 			receipts: func(rs []map[string]json.RawMessage) []map[string]json.RawMessage {
 				rs[0]["blockNumber"] = json.RawMessage(`null`)
