@@ -433,15 +433,16 @@ func parseRawBlock(h uint64, block, receipts, traces []byte, dec BlockDecoder, f
 		doc:      doc,
 	}
 
-	var err error
 	if dec != nil {
-		*f = EVMBlockFacts{TxHashes: f.TxHashes[:0], Receipts: f.Receipts[:0]}
-		if b.Decoded, err = dec.DecodeBlock(doc, f); err != nil {
-			b.Decoded = nil
+		f.reset()
+		// Its error is the indexer's to report, when Apply parses the
+		// block again; the scan below says whether the source keeps it.
+		if d, err := dec.DecodeBlock(doc, f); err == nil {
+			b.Decoded = d
 		}
 	}
 	if b.Decoded == nil {
-		*f = EVMBlockFacts{TxHashes: f.TxHashes[:0], Receipts: f.Receipts[:0]}
+		f.reset()
 		if err := scanFacts(h, b.Block, b.Receipts, f); err != nil {
 			return RawEVMBlock{}, err
 		}
@@ -450,6 +451,8 @@ func parseRawBlock(h uint64, block, receipts, traces []byte, dec BlockDecoder, f
 		return RawEVMBlock{}, err
 	}
 	if traces != nil {
+		// A scan of their own: the decoder's facts leave the traces out
+		// (the EVM parse reads them, but not their errors).
 		if err := checkTraces(h, traces, f.TxHashes); err != nil {
 			return RawEVMBlock{}, err
 		}
@@ -457,6 +460,11 @@ func parseRawBlock(h uint64, block, receipts, traces []byte, dec BlockDecoder, f
 	b.Hash, b.ParentHash = f.Hash.Hex(), f.ParentHash.Hex()
 	b.Timestamp, b.TxCount = int64(f.Timestamp), len(f.TxHashes)
 	return b, nil
+}
+
+// reset empties f, keeping its slices' memory.
+func (f *EVMBlockFacts) reset() {
+	*f = EVMBlockFacts{TxHashes: f.TxHashes[:0], Receipts: f.Receipts[:0]}
 }
 
 // check is what a height's block and receipts must be for Blocks to keep
