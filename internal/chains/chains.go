@@ -294,7 +294,7 @@ func (s *Set) evmChain(c evmChain) (ingest.Chain, error) {
 	ch := ingest.Chain{Key: c.key, Kind: "EVM", BlockchainID: bc, EVMChainID: strconv.FormatUint(c.chainID, 10),
 		NetworkID: s.NetworkID, Name: c.name, Indexer: ix, BatchSize: s.opts.BatchSize}
 	if c.src != nil { // nil for reindex, which reads no node
-		ch.Source, ch.FetchSize = &EVMSource{EVM: c.src}, c.src.ParallelHeights()
+		ch.Source, ch.FetchSize = &EVMSource{EVM: c.src, Decoder: ix}, c.src.ParallelHeights()
 	}
 	return ch, nil
 }
@@ -438,8 +438,14 @@ func (s ICMSink) ApplyLogs(ctx context.Context, tx *store.Tx, number uint64, has
 
 func (s ICMSink) DerivedTables() []string { return s.Indexer.DerivedTables() }
 
-// EVMSource adapts the EVM client to the pipeline.
-type EVMSource struct{ EVM *source.EVM }
+// EVMSource adapts the EVM client to the pipeline. Decoder, when set (the
+// chain's EVM indexer), parses each block in the fetch: what it made of a
+// block is the block's Prepared (one pass over each block's JSON for the
+// source's checks and the indexer).
+type EVMSource struct {
+	EVM     *source.EVM
+	Decoder source.BlockDecoder
+}
 
 func (s *EVMSource) Tip(ctx context.Context) (uint64, error) { return s.EVM.BlockNumber(ctx) }
 
@@ -447,13 +453,14 @@ func (s *EVMSource) Tip(ctx context.Context) (uint64, error) { return s.EVM.Bloc
 func (s *EVMSource) Notice() string { return s.EVM.TraceNotice() }
 
 func (s *EVMSource) Fetch(ctx context.Context, from, to uint64) ([]ingest.RawBlock, error) {
-	blocks, err := s.EVM.Blocks(ctx, from, to)
+	blocks, err := s.EVM.DecodeBlocks(ctx, from, to, s.Decoder)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ingest.RawBlock, len(blocks))
 	for i := range blocks {
-		out[i] = ingest.RawBlock{Height: blocks[i].Height, Hash: blocks[i].Hash, Bytes: blocks[i].Bytes(), Timestamp: blocks[i].Timestamp}
+		out[i] = ingest.RawBlock{Height: blocks[i].Height, Hash: blocks[i].Hash, Bytes: blocks[i].Bytes(), Timestamp: blocks[i].Timestamp,
+			Prepared: blocks[i].Decoded}
 	}
 	return out, nil
 }

@@ -144,7 +144,8 @@ func (ib ingestBase) ensure(b *testing.B, full bool) {
 	}
 	src := &generatorSource{gen: evm.NewGenerator(1, benchTxPerBlock), tip: uint64(ib.blocks - 1)}
 	chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-		Source: src, Indexer: newBenchIndexer(b, full), BatchSize: benchBaseBatch, FetchSize: benchRPCBatch}
+		Source: src, BatchSize: benchBaseBatch, FetchSize: benchRPCBatch}
+	chain.Indexer, _ = newBenchIndexer(b, full)
 	rctx, cancel := context.WithCancelCause(ctx)
 	log := slog.New(failFast{Handler: slog.NewTextHandler(io.Discard, nil), cancel: cancel})
 	p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true, CatchUp: ib.catchUp}, log)

@@ -145,7 +145,10 @@ func BenchmarkIngestEVM(b *testing.B) {
 					b.Fatal(err)
 				}
 				chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-					Source: &EVMSource{EVM: src}, Indexer: newBenchIndexer(b, full), BatchSize: batch, FetchSize: src.ParallelHeights()}
+					BatchSize: batch, FetchSize: src.ParallelHeights()}
+				var dec *evm.Indexer
+				chain.Indexer, dec = newBenchIndexer(b, full)
+				chain.Source = &EVMSource{EVM: src, Decoder: dec} // as chains.evmChain wires it
 				if prag := os.Getenv("BENCH_SQLITE_PRAGMAS"); prag != "" && db.Dialect() == store.SQLite {
 					// On the writer connection (the writer pool has one).
 					for _, p := range strings.Split(prag, ";") {
@@ -451,9 +454,10 @@ func writtenBytes() int64 {
 	return 0
 }
 
-// newBenchIndexer is the EVM indexer as the benchmark wires it; full: as
+// newBenchIndexer is the EVM indexer as the benchmark wires it (and its
+// inner EVM indexer, the source's decoder); full: as
 // `permafrost index` wires the C-chain (the ICM log sink, metrics rollups).
-func newBenchIndexer(b *testing.B, full bool) ingest.Indexer {
+func newBenchIndexer(b *testing.B, full bool) (ingest.Indexer, *evm.Indexer) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
 	cfg := evm.Config{ChainKey: "C", ChainID: big.NewInt(43112), GenesisAlloc: alloc, Logger: quiet}
@@ -469,9 +473,9 @@ func newBenchIndexer(b *testing.B, full bool) ingest.Indexer {
 		b.Fatal(err)
 	}
 	if full {
-		return metrics.WithRollup("C", metrics.KindEVM, ix)
+		return metrics.WithRollup("C", metrics.KindEVM, ix), ix
 	}
-	return ix
+	return ix, ix
 }
 
 // checkpointWAL copies the whole WAL into the SQLite database file and

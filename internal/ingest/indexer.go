@@ -22,7 +22,9 @@ type RawBlock struct {
 	Stored   []byte
 	Encoding RawEncoding
 	// Prepared is what the chain's Preparer made of the block ahead of
-	// Apply (nil if it has none, or could not).
+	// Apply (nil if it has none, or could not); an EVM chain's source sets
+	// it when the indexer decoded the block in the fetch (chains.EVMSource),
+	// and Prepare leaves it.
 	Prepared any
 }
 

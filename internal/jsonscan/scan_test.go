@@ -115,3 +115,30 @@ func FuzzSkip(f *testing.F) {
 		}
 	})
 }
+
+// TestPlainEnd puts each byte that ends a string's plain run at every
+// offset of a hex run, across the eight-byte words plainEnd tests at once,
+// and compares with a byte-by-byte search.
+func TestPlainEnd(t *testing.T) {
+	ref := func(b []byte, i int) int {
+		if j := bytes.IndexFunc(b[i:], func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 }); j >= 0 {
+			return i + j
+		}
+		return len(b)
+	}
+	for _, end := range []byte{'"', '\\', 0x00, 0x1f, '\n'} {
+		for n := 0; n <= 40; n++ {
+			for at := 0; at <= n; at++ {
+				b := []byte(strings.Repeat("0123456789abcdef x~\x7f\xff !", 2)[:n])
+				if at < n {
+					b[at] = end
+				}
+				for from := 0; from <= min(n, 9); from++ {
+					if got, want := plainEnd(b, from), ref(b, from); got != want {
+						t.Fatalf("%q from %d: %d, want %d", b, from, got, want)
+					}
+				}
+			}
+		}
+	}
+}

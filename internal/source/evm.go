@@ -228,6 +228,9 @@ type RawEVMBlock struct {
 	// nil when the block was fetched without traces. The genesis block,
 	// which nodes refuse to trace, has the empty list.
 	Traces json.RawMessage
+	// Decoded is what DecodeBlocks' decoder made of the block (nil: none,
+	// or it failed on the block).
+	Decoded any
 	// doc is Bytes() when Block, Receipts and Traces are slices of it.
 	doc []byte
 }

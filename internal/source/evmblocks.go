@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,8 +36,19 @@ const maxPooledAnswer = 64 << 20
 // four passes over every block, 39% of the ingest process's CPU in the
 // ingestion benchmark (docs/benchmarks.md). Here the batch answer is read
 // once into one buffer, validated and split with jsonscan in one pass, and
-// each block's fields checked in a second; the raw blocks alias that buffer.
+// each block's fields checked in a second.
 func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error) {
+	return e.DecodeBlocks(ctx, from, to, nil)
+}
+
+// DecodeBlocks is Blocks with each block's second pass made by dec, the
+// chain's indexer: it parses the block for itself and hands the source the
+// facts Blocks checks (EVMBlockFacts), so each block's JSON is read once
+// after the split instead of twice (by the checks, then by the indexer).
+// What dec made of a block is its Decoded. A block dec fails on is checked
+// by the source's own scan and left undecoded (its indexer parses it again
+// and reports the error). dec may be nil.
+func (e *EVM) DecodeBlocks(ctx context.Context, from, to uint64, dec BlockDecoder) ([]RawEVMBlock, error) {
 	if to < from {
 		return nil, fmt.Errorf("source: blocks %d..%d: empty range", from, to)
 	}
@@ -76,7 +86,7 @@ func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error
 			defer wg.Done()
 			defer func() { <-sem }()
 			err := e.retry.Do(ctx, fmt.Sprintf("eth_getBlockByNumber+eth_getBlockReceipts(%d..%d)", lo, hi), func(ctx context.Context) error {
-				return e.fetchRange(ctx, lo, hi, out[lo-from:hi-from+1])
+				return e.fetchRange(ctx, lo, hi, out[lo-from:hi-from+1], dec)
 			})
 			if err != nil {
 				mu.Lock()
@@ -104,7 +114,7 @@ func (e *EVM) Blocks(ctx context.Context, from, to uint64) ([]RawEVMBlock, error
 
 // fetchRange is one attempt at heights lo..hi into dst: per height the
 // block, its receipts and, unless tracing is off, its call traces.
-func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock) error {
+func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock, dec BlockDecoder) error {
 	n := int(hi - lo + 1)
 	per := 2
 	traced := e.traces.want()
@@ -156,12 +166,13 @@ func (e *EVM) fetchRange(ctx context.Context, lo, hi uint64, dst []RawEVMBlock) 
 			return fmt.Errorf("debug_traceBlockByNumber(%d): %w", h, r.err)
 		}
 	}
+	var facts EVMBlockFacts // reused from height to height
 	for i := 0; i < n; i++ {
 		var traces []byte
 		if traced {
 			traces = results[per*i+2].result
 		}
-		b, err := parseRawBlock(lo+uint64(i), results[per*i].result, results[per*i+1].result, traces)
+		b, err := parseRawBlock(lo+uint64(i), results[per*i].result, results[per*i+1].result, traces, dec, &facts)
 		if err != nil {
 			return err
 		}
@@ -357,38 +368,153 @@ func parseRPCError(s *jsonscan.Scanner) (*RPCError, error) {
 
 var null = []byte("null")
 
+// BlockDecoder parses a block's stored form for an indexer in the fetch
+// (DecodeBlocks). It must be safe for concurrent use: the batches in flight
+// decode their blocks at once.
+type BlockDecoder interface {
+	// DecodeBlock parses doc, a block's Bytes() (it stays valid and
+	// unchanged for as long as the result is kept). It fails unless the
+	// block has its number, hash, parentHash, timestamp and transactions
+	// (each with its hash), and as many receipts as transactions; it
+	// appends to facts' TxHashes and Receipts (given empty) what the block
+	// and its receipts say, and returns what the indexer keeps.
+	DecodeBlock(doc []byte, facts *EVMBlockFacts) (any, error)
+}
+
+// EVMBlockFacts is what Blocks checks of one height's answers: the block's
+// header, its transactions' hashes, and what each receipt says it belongs
+// to.
+type EVMBlockFacts struct {
+	Number, Timestamp uint64
+	Hash, ParentHash  common.Hash
+	TxHashes          []common.Hash
+	Receipts          []EVMReceiptFacts
+}
+
+// EVMReceiptFacts is what a receipt says it belongs to; Complete is false
+// when it lacks transactionHash, blockHash or blockNumber.
+type EVMReceiptFacts struct {
+	TxHash, BlockHash common.Hash
+	BlockNumber       uint64
+	Complete          bool
+}
+
 // parseRawBlock checks one height's block, receipts and traces (nil: none;
 // all already validated JSON) and keeps a copy of them verbatim, in
-// Bytes()'s form.
-func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error) {
+// Bytes()'s form; dec (when not nil) decodes the copy, which gives the facts
+// checked. f is scratch space.
+func parseRawBlock(h uint64, block, receipts, traces []byte, dec BlockDecoder, f *EVMBlockFacts) (RawEVMBlock, error) {
 	if len(block) == 0 || bytes.Equal(block, null) {
 		return RawEVMBlock{}, fmt.Errorf("%w: block %d: %w", ErrInconsistent, h, ErrNotFound)
 	}
 	if len(receipts) == 0 || bytes.Equal(receipts, null) {
 		return RawEVMBlock{}, fmt.Errorf("%w: receipts of block %d: %w", ErrInconsistent, h, ErrNotFound)
 	}
-	var (
-		number, timestamp uint64
-		hash, parent      common.Hash
-		txHashes          []common.Hash
-		seen              struct{ number, hash, parent, timestamp, txs bool }
-	)
+	doc := make([]byte, 0, len(block)+len(receipts)+len(traces)+36)
+	doc = append(doc, `{"block":`...)
+	doc = append(doc, block...)
+	doc = append(doc, `,"receipts":`...)
+	doc = append(doc, receipts...)
+	bStart := len(`{"block":`)
+	rStart := bStart + len(block) + len(`,"receipts":`)
+	var tr json.RawMessage
+	if traces != nil {
+		doc = append(doc, `,"traces":`...)
+		tStart := len(doc)
+		doc = append(doc, traces...)
+		tr = doc[tStart:len(doc):len(doc)]
+	}
+	doc = append(doc, '}')
+	b := RawEVMBlock{
+		Traces:   tr,
+		Height:   h,
+		Block:    doc[bStart : bStart+len(block) : bStart+len(block)],
+		Receipts: doc[rStart : rStart+len(receipts) : rStart+len(receipts)],
+		doc:      doc,
+	}
+
+	if dec != nil {
+		f.reset()
+		// Its error is the indexer's to report, when Apply parses the
+		// block again; the scan below says whether the source keeps it.
+		if d, err := dec.DecodeBlock(doc, f); err == nil {
+			b.Decoded = d
+		}
+	}
+	if b.Decoded == nil {
+		f.reset()
+		if err := scanFacts(h, b.Block, b.Receipts, f); err != nil {
+			return RawEVMBlock{}, err
+		}
+	}
+	if err := f.check(h); err != nil {
+		return RawEVMBlock{}, err
+	}
+	if traces != nil {
+		// A scan of their own: the decoder's facts leave the traces out
+		// (the EVM parse reads them, but not their errors).
+		if err := checkTraces(h, traces, f.TxHashes); err != nil {
+			return RawEVMBlock{}, err
+		}
+	}
+	b.Hash, b.ParentHash = f.Hash.Hex(), f.ParentHash.Hex()
+	b.Timestamp, b.TxCount = int64(f.Timestamp), len(f.TxHashes)
+	return b, nil
+}
+
+// reset empties f, keeping its slices' memory.
+func (f *EVMBlockFacts) reset() {
+	*f = EVMBlockFacts{TxHashes: f.TxHashes[:0], Receipts: f.Receipts[:0]}
+}
+
+// check is what a height's block and receipts must be for Blocks to keep
+// them.
+func (f *EVMBlockFacts) check(h uint64) error {
+	if f.Number != h {
+		return fmt.Errorf("%w: asked block %d, got block %d", ErrInconsistent, h, f.Number)
+	}
+	if f.Timestamp > math.MaxInt64 {
+		return fmt.Errorf("%w: block %d: timestamp %d", ErrMalformed, h, f.Timestamp)
+	}
+	for i, r := range f.Receipts {
+		if !r.Complete {
+			return fmt.Errorf("%w: receipts of block %d: receipt %d lacks transactionHash, blockHash or blockNumber", ErrMalformed, h, i)
+		}
+		if i >= len(f.TxHashes) {
+			break // counted below
+		}
+		if r.BlockHash != f.Hash || r.BlockNumber != h || r.TxHash != f.TxHashes[i] {
+			return fmt.Errorf("%w: block %d (%s): receipt %d is of tx %s in block %d (%s)",
+				ErrInconsistent, h, f.Hash.Hex(), i, r.TxHash.Hex(), r.BlockNumber, r.BlockHash.Hex())
+		}
+	}
+	if len(f.Receipts) != len(f.TxHashes) {
+		return fmt.Errorf("%w: block %d has %d txs but %d receipts", ErrInconsistent, h, len(f.TxHashes), len(f.Receipts))
+	}
+	return nil
+}
+
+// scanFacts reads f from a height's block and receipts when no decoder did
+// (or one failed): the fields checked, every other value validated and
+// skipped.
+func scanFacts(h uint64, block, receipts []byte, f *EVMBlockFacts) error {
+	var seen struct{ number, hash, parent, timestamp, txs bool }
 	s := jsonscan.New(block)
 	err := s.Object(func(key []byte) error {
 		var err error
 		switch string(key) {
 		case "number":
 			seen.number = true
-			number, err = quantity(s, "number")
+			f.Number, err = quantity(s, "number")
 		case "hash":
 			seen.hash = true
-			hash, err = hashValue(s, "hash")
+			f.Hash, err = hashValue(s, "hash")
 		case "parentHash":
 			seen.parent = true
-			parent, err = hashValue(s, "parentHash")
+			f.ParentHash, err = hashValue(s, "parentHash")
 		case "timestamp":
 			seen.timestamp = true
-			timestamp, err = quantity(s, "timestamp")
+			f.Timestamp, err = quantity(s, "timestamp")
 		case "transactions":
 			seen.txs = true
 			err = s.Array(func(i int) error {
@@ -408,7 +534,7 @@ func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error
 				if err == nil && !has {
 					err = fmt.Errorf("transaction %d lacks its hash", i)
 				}
-				txHashes = append(txHashes, th)
+				f.TxHashes = append(f.TxHashes, th)
 				return err
 			})
 		default:
@@ -417,24 +543,15 @@ func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error
 		return err
 	})
 	if err != nil {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: %w", ErrMalformed, h, err)
+		return fmt.Errorf("%w: block %d: %w", ErrMalformed, h, err)
 	}
 	if !seen.number || !seen.hash || !seen.parent || !seen.timestamp || !seen.txs {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: missing number, hash, parentHash, timestamp or transactions", ErrMalformed, h)
-	}
-	if number != h {
-		return RawEVMBlock{}, fmt.Errorf("%w: asked block %d, got block %d", ErrInconsistent, h, number)
-	}
-	if timestamp > math.MaxInt64 {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d: timestamp %d", ErrMalformed, h, timestamp)
+		return fmt.Errorf("%w: block %d: missing number, hash, parentHash, timestamp or transactions", ErrMalformed, h)
 	}
 	s = jsonscan.New(receipts)
-	count := 0
 	err = s.Array(func(i int) error {
-		count++
 		var (
-			th, bh  common.Hash
-			bn      uint64
+			r       EVMReceiptFacts
 			seenAll [3]bool
 		)
 		err := s.Object(func(key []byte) error {
@@ -442,13 +559,13 @@ func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error
 			switch string(key) {
 			case "transactionHash":
 				seenAll[0] = true
-				th, err = hashValue(s, "transactionHash")
+				r.TxHash, err = hashValue(s, "transactionHash")
 			case "blockHash":
 				seenAll[1] = true
-				bh, err = hashValue(s, "blockHash")
+				r.BlockHash, err = hashValue(s, "blockHash")
 			case "blockNumber":
 				seenAll[2] = true
-				bn, err = quantity(s, "blockNumber")
+				r.BlockNumber, err = quantity(s, "blockNumber")
 			default:
 				err = s.Skip()
 			}
@@ -457,58 +574,14 @@ func parseRawBlock(h uint64, block, receipts, traces []byte) (RawEVMBlock, error
 		if err != nil {
 			return fmt.Errorf("receipt %d: %w", i, err)
 		}
-		if seenAll != [3]bool{true, true, true} {
-			return fmt.Errorf("receipt %d lacks transactionHash, blockHash or blockNumber", i)
-		}
-		if i >= len(txHashes) {
-			return nil // counted, reported below
-		}
-		if bh != hash || bn != h || th != txHashes[i] {
-			return fmt.Errorf("%w: block %d (%s): receipt %d is of tx %s in block %d (%s)",
-				ErrInconsistent, h, hash.Hex(), i, th.Hex(), bn, bh.Hex())
-		}
+		r.Complete = seenAll == [3]bool{true, true, true}
+		f.Receipts = append(f.Receipts, r)
 		return nil
 	})
 	if err != nil {
-		if errors.Is(err, ErrInconsistent) {
-			return RawEVMBlock{}, err
-		}
-		return RawEVMBlock{}, fmt.Errorf("%w: receipts of block %d: %w", ErrMalformed, h, err)
+		return fmt.Errorf("%w: receipts of block %d: %w", ErrMalformed, h, err)
 	}
-	if count != len(txHashes) {
-		return RawEVMBlock{}, fmt.Errorf("%w: block %d has %d txs but %d receipts", ErrInconsistent, h, len(txHashes), count)
-	}
-	if traces != nil {
-		if err := checkTraces(h, traces, txHashes); err != nil {
-			return RawEVMBlock{}, err
-		}
-	}
-	doc := make([]byte, 0, len(block)+len(receipts)+len(traces)+36)
-	doc = append(doc, `{"block":`...)
-	doc = append(doc, block...)
-	doc = append(doc, `,"receipts":`...)
-	doc = append(doc, receipts...)
-	bStart := len(`{"block":`)
-	rStart := bStart + len(block) + len(`,"receipts":`)
-	var tr json.RawMessage
-	if traces != nil {
-		doc = append(doc, `,"traces":`...)
-		tStart := len(doc)
-		doc = append(doc, traces...)
-		tr = doc[tStart:len(doc):len(doc)]
-	}
-	doc = append(doc, '}')
-	return RawEVMBlock{
-		Traces:     tr,
-		Height:     h,
-		Hash:       hash.Hex(),
-		ParentHash: parent.Hex(),
-		Timestamp:  int64(timestamp),
-		TxCount:    len(txHashes),
-		Block:      doc[bStart : bStart+len(block) : bStart+len(block)],
-		Receipts:   doc[rStart : rStart+len(receipts) : rStart+len(receipts)],
-		doc:        doc,
-	}, nil
+	return nil
 }
 
 // quantity reads a 0x-hex quantity string.

@@ -74,7 +74,7 @@ func FuzzSplitBatch(f *testing.F) {
 		if rs[0].err != nil || rs[1].err != nil {
 			return
 		}
-		b, err := parseRawBlock(1, rs[0].result, rs[1].result, nil)
+		b, err := parseRawBlock(1, rs[0].result, rs[1].result, nil, nil, new(EVMBlockFacts))
 		if err == nil && (b.Height != 1 || b.TxCount < 0) {
 			t.Fatalf("accepted %+v", b)
 		}

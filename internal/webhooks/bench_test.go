@@ -255,7 +255,7 @@ func BenchmarkIngestToReceiver(b *testing.B) {
 			b.Fatal(err)
 		}
 		chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: "bench", EVMChainID: "43112",
-			Source: &chains.EVMSource{EVM: src}, Indexer: webhooks.WithEvents("C", "EVM", ix), BatchSize: batch, FetchSize: src.ParallelHeights()}
+			Source: &chains.EVMSource{EVM: src, Decoder: ix}, Indexer: webhooks.WithEvents("C", "EVM", ix), BatchSize: batch, FetchSize: src.ParallelHeights()}
 		// The commit time of each batch, by its last height.
 		var mu sync.Mutex
 		var commits []commit

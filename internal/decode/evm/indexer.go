@@ -29,6 +29,7 @@ import (
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
 	"github.com/permafrost-dev/permafrost/internal/jsonscan"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
 
@@ -174,24 +175,57 @@ type preparedBlock struct {
 }
 
 var (
-	_ ingest.Batcher   = (*Indexer)(nil)
-	_ ingest.Preparer  = (*Indexer)(nil)
-	_ ingest.Collector = (*Indexer)(nil)
+	_ ingest.Batcher      = (*Indexer)(nil)
+	_ ingest.Preparer     = (*Indexer)(nil)
+	_ ingest.Collector    = (*Indexer)(nil)
+	_ source.BlockDecoder = (*Indexer)(nil)
 )
 
 // Prepare parses the block ahead of Apply (ingest.Preparer): parsing is a
 // tenth of Apply's time. On a parse error it leaves the block unprepared:
-// Apply parses again and reports the error.
+// Apply parses again and reports the error. A block the fetch decoded
+// (DecodeBlock) is prepared already.
 func (ix *Indexer) Prepare(rb *ingest.RawBlock) {
+	if _, ok := rb.Prepared.(*preparedBlock); ok {
+		return
+	}
+	if p, err := ix.parse(rb.Bytes); err == nil {
+		rb.Prepared = p
+	}
+}
+
+// DecodeBlock parses a block's stored form in the fetch, for the source's
+// checks and for Apply (source.BlockDecoder): the block's one pass over its
+// JSON after the batch answer's split, where the fetch's checks and Prepare
+// scanned it once each (docs/benchmarks.md, "Thirteenth session"). The
+// result is the block's ingest.RawBlock.Prepared (chains.EVMSource).
+func (ix *Indexer) DecodeBlock(doc []byte, f *source.EVMBlockFacts) (any, error) {
+	p, err := ix.parse(doc)
+	if err != nil {
+		return nil, err
+	}
+	b := &p.b
+	f.Number, f.Timestamp, f.Hash, f.ParentHash = b.number, b.timestamp, b.hash, b.parentHash
+	for i := range b.txs {
+		t := &b.txs[i]
+		f.TxHashes = append(f.TxHashes, t.hash)
+		f.Receipts = append(f.Receipts, source.EVMReceiptFacts{TxHash: t.rhash, BlockHash: t.rblockHash,
+			BlockNumber: t.rblockNumber, Complete: t.rseen.hash && t.rseen.blockHash && t.rseen.blockNumber})
+	}
+	return p, nil
+}
+
+// parse parses raw into a block of the pool (returned to it on an error).
+func (ix *Indexer) parse(raw []byte) (*preparedBlock, error) {
 	p, _ := ix.prepared.Get().(*preparedBlock)
 	if p == nil {
 		p = new(preparedBlock)
 	}
-	if err := p.b.parse(rb.Bytes); err != nil {
+	if err := p.b.parse(raw); err != nil {
 		ix.prepared.Put(p)
-		return
+		return nil, err
 	}
-	rb.Prepared = p
+	return p, nil
 }
 
 // Collect builds a prepared block's rows and balance deltas, which depend on

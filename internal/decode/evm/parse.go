@@ -75,9 +75,12 @@ type txn struct {
 	contract    common.Address
 	hasContract bool
 	logs        []logEntry
-	rseen       struct{ hash, index, status, gasUsed bool }
+	rseen       struct{ hash, index, status, gasUsed, blockHash, blockNumber bool }
 	rhash       common.Hash
 	rindex      uint64
+	// the block the receipt names (source.EVMBlockFacts: the fetch checks it)
+	rblockHash   common.Hash
+	rblockNumber uint64
 
 	// from the call traces: the nested frames, depth first
 	frames []frame
@@ -96,7 +99,10 @@ type logEntry struct {
 func (b *block) parse(raw []byte) error {
 	b.reset()
 	s := jsonscan.New(raw)
-	var receipts, traces []byte // parsed after the block, whatever the key order
+	// Receipts and traces are read after the block, whatever the key order:
+	// they are kept aside when they come first. The stored form has the
+	// block first, so its receipts are read in place, not scanned twice.
+	var receipts, traces []byte
 	err := s.Object(func(key []byte) error {
 		switch string(key) {
 		case "block":
@@ -109,13 +115,13 @@ func (b *block) parse(raw []byte) error {
 			if s.Null() {
 				return fmt.Errorf("receipts are null")
 			}
-			raw, err := s.Raw()
-			if err != nil {
-				return err
-			}
-			receipts = raw
 			b.seen.receipts = true
-			return nil
+			if b.seen.txs {
+				return b.parseReceipts(s)
+			}
+			raw, err := s.Raw()
+			receipts = raw
+			return err
 		case "traces":
 			if s.Null() {
 				return nil
@@ -133,16 +139,8 @@ func (b *block) parse(raw []byte) error {
 		return err
 	}
 	if receipts != nil {
-		rs := jsonscan.New(receipts)
-		err := rs.Array(func(i int) error {
-			if i >= len(b.txs) {
-				return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
-			}
-			b.receipts++
-			return b.txs[i].parseReceipt(rs)
-		})
-		if err != nil {
-			return fmt.Errorf("receipts: %w", err)
+		if err := b.parseReceipts(jsonscan.New(receipts)); err != nil {
+			return err
 		}
 	}
 	if traces != nil {
@@ -152,6 +150,21 @@ func (b *block) parse(raw []byte) error {
 		}
 	}
 	return b.check()
+}
+
+// parseReceipts reads the receipts into the block's txs (parsed before).
+func (b *block) parseReceipts(s *jsonscan.Scanner) error {
+	err := s.Array(func(i int) error {
+		if i >= len(b.txs) {
+			return fmt.Errorf("receipt %d without a transaction (block has %d)", i, len(b.txs))
+		}
+		b.receipts++
+		return b.txs[i].parseReceipt(s)
+	})
+	if err != nil {
+		return fmt.Errorf("receipts: %w", err)
+	}
+	return nil
 }
 
 func (b *block) reset() {
@@ -402,7 +415,8 @@ func (t *txn) parseReceipt(s *jsonscan.Scanner) error {
 			})
 		}
 		switch string(key) {
-		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress":
+		case "transactionHash", "transactionIndex", "status", "gasUsed", "effectiveGasPrice", "contractAddress",
+			"blockHash", "blockNumber":
 		default:
 			return s.Skip()
 		}
@@ -432,6 +446,12 @@ func (t *txn) parseReceipt(s *jsonscan.Scanner) error {
 		case "contractAddress":
 			t.hasContract = true
 			t.contract, err = jsonscan.Address("contractAddress", v)
+		case "blockHash":
+			t.rseen.blockHash = true
+			t.rblockHash, err = jsonscan.Hash("receipt blockHash", v)
+		case "blockNumber":
+			t.rseen.blockNumber = true
+			t.rblockNumber, err = jsonscan.Uint64("receipt blockNumber", v)
 		}
 		return err
 	})

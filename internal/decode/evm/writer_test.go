@@ -13,6 +13,7 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/devnet/indextest"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
+	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
 	"github.com/permafrost-dev/permafrost/internal/store/storetest"
 )
@@ -408,12 +409,27 @@ func TestPreparedBlocksIndexTheSame(t *testing.T) {
 	const chunk = 20
 	// prefetch prepares blocks[from:to] by chunks on its own goroutine,
 	// handing each over as the pipeline's prefetcher does; stop ends it.
-	prefetch := func(t *testing.T, ix *Indexer, from, to int) (chunks <-chan []ingest.RawBlock, stop func()) {
+	// decoded: each block decoded first as the fetch does (DecodeBlock),
+	// which Prepare leaves as it is.
+	prefetch := func(t *testing.T, ix *Indexer, from, to int, decoded bool) (chunks <-chan []ingest.RawBlock, stop func()) {
 		out, done := make(chan []ingest.RawBlock, 1), make(chan struct{})
 		go func() {
 			defer close(out)
+			var facts source.EVMBlockFacts
 			for i := from; i < to; i += chunk {
 				c := slices.Clone(blocks[i:min(i+chunk, to)])
+				for j := range c {
+					if !decoded {
+						break
+					}
+					facts = source.EVMBlockFacts{}
+					p, err := ix.DecodeBlock(c[j].Bytes, &facts)
+					if err != nil || facts.Number != c[j].Height {
+						t.Errorf("block %d: decoded as %d: %v", c[j].Height, facts.Number, err)
+						return
+					}
+					c[j].Prepared = p
+				}
 				ingest.Prepare(ix, c)
 				select {
 				case out <- c:
@@ -480,8 +496,8 @@ func TestPreparedBlocksIndexTheSame(t *testing.T) {
 		return applied
 	}
 	// run applies blocks[from:] prepared ahead, in batches of batch.
-	run := func(t *testing.T, db *store.DB, ix *Indexer, from, batch int) {
-		chunks, stop := prefetch(t, ix, from, len(blocks))
+	run := func(t *testing.T, db *store.DB, ix *Indexer, from, batch int, decoded bool) {
+		chunks, stop := prefetch(t, ix, from, len(blocks), decoded)
 		defer stop()
 		var pending []ingest.RawBlock
 		for apply(t, db, ix, chunks, &pending, batch, false) == batch {
@@ -502,15 +518,16 @@ func TestPreparedBlocksIndexTheSame(t *testing.T) {
 			cached int
 			apply  func(t *testing.T, db *store.DB, ix *Indexer)
 		}{
-			{"batches of 40", 0, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 40) }},
-			{"batches of 25 across chunks, caches of 3", 3, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 25) }},
+			{"batches of 40", 0, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 40, false) }},
+			{"batches of 40, decoded in the fetch", 0, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 40, true) }},
+			{"batches of 25 across chunks, caches of 3", 3, func(t *testing.T, db *store.DB, ix *Indexer) { run(t, db, ix, 0, 25, false) }},
 			{"a batch discarded with the next chunks prepared", 0, func(t *testing.T, db *store.DB, ix *Indexer) {
-				chunks, stop := prefetch(t, ix, 0, len(blocks))
+				chunks, stop := prefetch(t, ix, 0, len(blocks), false)
 				var pending []ingest.RawBlock
 				apply(t, db, ix, chunks, &pending, 40, false)
 				apply(t, db, ix, chunks, &pending, 30, true)
 				stop() // the pipeline fetches and prepares the batch again
-				run(t, db, ix, 40, 40)
+				run(t, db, ix, 40, 40, true)
 			}},
 		}
 		for _, c := range cases {

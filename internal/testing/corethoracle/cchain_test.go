@@ -198,7 +198,7 @@ func index(t *testing.T, backend string, o *corethoracle.Oracle) *indexed {
 		t.Fatal(err)
 	}
 	chain := ingest.Chain{Key: "C", Kind: "EVM", BlockchainID: o.Ctx.ChainID.String(), EVMChainID: cfg.ChainID.String(),
-		NetworkID: corethoracle.NetworkID, Name: "C-Chain", Source: &chains.EVMSource{EVM: src}, Indexer: ix, BatchSize: 3,
+		NetworkID: corethoracle.NetworkID, Name: "C-Chain", Source: &chains.EVMSource{EVM: src, Decoder: ix}, Indexer: ix, BatchSize: 3,
 		FetchSize: src.ParallelHeights()}
 	if err := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true, Poll: 10 * time.Millisecond}, log).Run(ctx); err != nil {
 		t.Fatalf("ingest: %v", err)
