@@ -507,12 +507,13 @@ func readSpans(ctx context.Context, db *store.DB, q HeldQuery, b int64) (inEnd, 
 	defer rows.Close()
 	inEnd, before = make([]spanAt, 0, 256), make([]spanAt, 0, 256)
 	var bucket, first, last int64
+	var holder string // scanned outside the row: a row scanned into escaped, one allocation each
 	var entering, lastBal, hi sql.RawBytes
 	for rows.Next() {
-		var s spanAt
-		if err := rows.Scan(&bucket, store.ScanHex(&s.holder), &first, &last, &entering, &lastBal, &hi); err != nil {
+		if err := rows.Scan(&bucket, store.ScanHex(&holder), &first, &last, &entering, &lastBal, &hi); err != nil {
 			return nil, nil, fmt.Errorf("metrics: read balance buckets of %s: %w", q.Token, err)
 		}
+		s := spanAt{holder: holder}
 		v, none := lastBal, false // none: "" (no balance) is a valid answer
 		switch {
 		case bucket != b || q.End >= last:
