@@ -535,21 +535,8 @@ func peakRSS() int64 { return procPeakRSS(os.Getpid()) }
 // procPeakRSS is a process's peak resident set (VmHWM), in bytes (0 when
 // it cannot be read).
 func procPeakRSS(pid int) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			f := strings.Fields(v)
-			if len(f) == 0 {
-				return 0
-			}
-			kb, _ := strconv.ParseInt(f[0], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	st, _ := memstat.Status(pid)
+	return st["VmHWM"]
 }
 
 // memBreakdown is what the process's resident set held at its peak, by

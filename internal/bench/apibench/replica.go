@@ -7,8 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
+
+	"github.com/permafrost-dev/permafrost/internal/testing/memstat"
 )
 
 // ReplicaEnv names the database a replica child serves (TestReplicaChild).
@@ -60,30 +61,14 @@ func StartReplica(ctx context.Context, dsn string) (*Replica, error) {
 // Memory is the child's peak and current resident set (VmHWM, VmRSS), in
 // bytes.
 func (r *Replica) Memory() (peak, now int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
+	st, err := memstat.Status(r.cmd.Process.Pid)
 	if err != nil {
 		return 0, 0, fmt.Errorf("replica memory: %w", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 3 || f[2] != "kB" {
-			continue
-		}
-		kb, err := strconv.ParseInt(f[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch f[0] {
-		case "VmHWM:":
-			peak = kb << 10
-		case "VmRSS:":
-			now = kb << 10
-		}
-	}
-	if peak == 0 {
+	if st["VmHWM"] == 0 {
 		return 0, 0, fmt.Errorf("replica memory: no VmHWM in /proc/%d/status", r.cmd.Process.Pid)
 	}
-	return peak, now, nil
+	return st["VmHWM"], st["VmRSS"], nil
 }
 
 // Stop ends the child: it exits when its stdin closes.

@@ -47,30 +47,8 @@ type Sample struct {
 // Read takes one sample.
 func Read() Sample {
 	s := Sample{At: time.Now()}
-	if raw, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(raw), "\n") {
-			name, v, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			var dst *int64
-			switch name {
-			case "VmRSS":
-				dst = &s.RSS
-			case "RssAnon":
-				dst = &s.Anon
-			case "RssFile":
-				dst = &s.File
-			case "RssShmem":
-				dst = &s.Shmem
-			default:
-				continue
-			}
-			if f := strings.Fields(v); len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				*dst = kb << 10
-			}
-		}
+	if st, err := Status(os.Getpid()); err == nil {
+		s.RSS, s.Anon, s.File, s.Shmem = st["VmRSS"], st["RssAnon"], st["RssFile"], st["RssShmem"]
 	}
 	ms := []metrics.Sample{
 		{Name: "/memory/classes/total:bytes"},
@@ -92,6 +70,25 @@ func Read() Sample {
 	C.pf_c_heap(&held, &used)
 	s.CHeld, s.CUsed = int64(held), int64(used)
 	return s
+}
+
+// Status is a process's /proc/<pid>/status figures given in kB (VmRSS,
+// VmHWM, RssAnon, ...), in bytes.
+func Status(pid int) (map[string]int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, fmt.Errorf("memstat: %w", err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if f := strings.Fields(v); ok && len(f) == 2 && f[1] == "kB" {
+			if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+				out[name] = kb << 10
+			}
+		}
+	}
+	return out, nil
 }
 
 // Sampler reads a Sample every interval until Stop, and keeps the one with
