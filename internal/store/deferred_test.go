@@ -128,9 +128,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 			if got := primaryKeys(t, db); !maps.Equal(got, keys) {
 				t.Errorf("primary keys after the build %v, want %v", got, keys)
 			}
-			if list, err := db.DeferredIndexes(ctx); err != nil || len(list) != 0 {
-				t.Fatalf("after the build: %v deferred (%v)", list, err)
-			}
+			noneDeferred(t, db)
 		})
 	}
 }
@@ -141,14 +139,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 func TestBuildReplacesInvalidIndex(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t, storetest.PostgresDSN(t))
-	for _, q := range []string{
-		`CREATE TABLE t (x INTEGER)`,
-		`INSERT INTO t VALUES (1), (1)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execAll(t, db, `CREATE TABLE t (x INTEGER)`, `INSERT INTO t VALUES (1), (1)`)
 	if _, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX CONCURRENTLY t_x ON t (x)`); err == nil {
 		t.Fatal("a unique index over duplicates was built")
 	}
@@ -263,11 +254,7 @@ func TestDeferredPrimaryKeyResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			db := storetest.Open(t, storetest.PostgresDSN(t))
-			for _, q := range []string{`CREATE TABLE t (x INTEGER PRIMARY KEY)`, `INSERT INTO t VALUES (1), (2)`} {
-				if _, err := db.ExecContext(ctx, q); err != nil {
-					t.Fatal(err)
-				}
-			}
+			execAll(t, db, `CREATE TABLE t (x INTEGER PRIMARY KEY)`, `INSERT INTO t VALUES (1), (2)`)
 			deferred, err := db.DeferIndexes(ctx, []string{"t_pkey"})
 			if err != nil || len(deferred) != 1 {
 				t.Fatalf("deferred %v, %v", deferred, err)
@@ -288,9 +275,7 @@ func TestDeferredPrimaryKeyResumes(t *testing.T) {
 			if def != "PRIMARY KEY (x)" || !valid {
 				t.Errorf("key %q valid %v, want PRIMARY KEY (x) over a valid index", def, valid)
 			}
-			if list, err := db.DeferredIndexes(ctx); err != nil || len(list) != 0 {
-				t.Errorf("still deferred: %v (%v)", list, err)
-			}
+			noneDeferred(t, db)
 		})
 	}
 }
@@ -301,11 +286,7 @@ func TestDeferredPrimaryKeyResumes(t *testing.T) {
 func TestDeferIsOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t, storetest.PostgresDSN(t))
-	for _, q := range []string{`CREATE TABLE p (x INTEGER PRIMARY KEY)`, `CREATE TABLE q (x INTEGER REFERENCES p)`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execAll(t, db, `CREATE TABLE p (x INTEGER PRIMARY KEY)`, `CREATE TABLE q (x INTEGER REFERENCES p)`)
 	want := indexDefinitions(t, db)
 	if _, err := db.DeferIndexes(ctx, []string{"evm_blocks_hash", "p_pkey"}); err == nil {
 		t.Fatal("a referenced primary key was deferred")
@@ -313,7 +294,23 @@ func TestDeferIsOneTransaction(t *testing.T) {
 	if got := indexDefinitions(t, db); !maps.Equal(got, want) {
 		t.Errorf("indexes after the failed defer %v, want %v", got, want)
 	}
-	if list, err := db.DeferredIndexes(ctx); err != nil || len(list) != 0 {
-		t.Errorf("recorded after the failed defer: %v (%v)", list, err)
+	noneDeferred(t, db)
+}
+
+// execAll runs each statement, failing the test at the first error.
+func execAll(t *testing.T, db *store.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noneDeferred fails the test if any index is recorded as deferred.
+func noneDeferred(t *testing.T, db *store.DB) {
+	t.Helper()
+	if list, err := db.DeferredIndexes(context.Background()); err != nil || len(list) != 0 {
+		t.Errorf("deferred: %v (%v), want none", list, err)
 	}
 }
