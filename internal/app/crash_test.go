@@ -99,12 +99,16 @@ func dump(t *testing.T, db *store.DB) map[string]string {
 	return out
 }
 
-// indexes lists the database's indexes and their definitions.
+// indexes lists the database's indexes and their definitions (and its
+// primary key constraints on PostgreSQL).
 func indexes(t *testing.T, db *store.DB) map[string]string {
 	t.Helper()
 	q := `SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'index'`
 	if db.Dialect() == store.Postgres {
-		q = `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'`
+		// With the tables' primary key constraints: a catch-up defers some.
+		q = `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'
+			UNION ALL SELECT 'constraint ' || conname, pg_get_constraintdef(oid) FROM pg_constraint
+			WHERE contype = 'p' AND connamespace = 'public'::regnamespace`
 	}
 	rows, err := db.QueryContext(context.Background(), q)
 	if err != nil {

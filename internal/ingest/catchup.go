@@ -55,7 +55,7 @@ func (p *Pipeline) startCatchUp(ctx context.Context) error {
 	if !enter {
 		return nil
 	}
-	if deferred, err = p.db.DeferIndexes(ctx, store.Deferrable()); err != nil {
+	if deferred, err = p.db.DeferIndexes(ctx, store.Deferrable(p.db.Dialect())); err != nil {
 		return err
 	}
 	if len(deferred) == 0 {

@@ -28,13 +28,18 @@ var deferrableText string
 // deferredMigration creates deferred_indexes.
 const deferredMigration = "0150_deferred_indexes.sql"
 
-// Deferrable is the list of indexes a bulk catch-up may drop.
-func Deferrable() []string {
+// Deferrable is the list of indexes a bulk catch-up may drop on backend d:
+// a line of deferrable.txt names an index, optionally followed by the one
+// backend that has it (a PostgreSQL primary key: SQLite's WITHOUT ROWID
+// tables are their key).
+func Deferrable(d Dialect) []string {
 	var out []string
 	for _, line := range strings.Split(deferrableText, "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			out = append(out, line)
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") || (len(f) > 1 && f[1] != d.String()) {
+			continue
 		}
+		out = append(out, f[0])
 	}
 	return out
 }
@@ -46,7 +51,7 @@ type DeferredIndex struct {
 }
 
 // DeferIndexes drops those of the indexes names the database has (a bulk
-// catch-up: Deferrable()), recording each one's definition, in one
+// catch-up: Deferrable), recording each one's definition, in one
 // transaction. It returns the indexes now deferred (those of an earlier,
 // unfinished catch-up included); BuildDeferredIndexes builds them again.
 func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex, error) {
@@ -61,7 +66,14 @@ func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex
 	defer db.deferred.forget()
 	catalog := `SELECT tbl_name, sql FROM sqlite_master WHERE type = 'index' AND name = $1`
 	if db.dialect == Postgres {
-		catalog = `SELECT tablename, indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`
+		// A primary key's index is dropped with its constraint, and
+		// recorded as the constraint (as pg_dump prints it) to be added
+		// back over the rebuilt index.
+		catalog = `SELECT i.tablename, COALESCE('ALTER TABLE ' || format('%I.%I', i.schemaname, i.tablename) ||
+				' ADD CONSTRAINT ' || quote_ident(c.conname) || ' ' || pg_get_constraintdef(c.oid), i.indexdef)
+			FROM pg_indexes i LEFT JOIN pg_constraint c
+				ON c.conindid = format('%I.%I', i.schemaname, i.indexname)::regclass AND c.contype = 'p'
+			WHERE i.schemaname = current_schema() AND i.indexname = $1`
 	}
 	now := time.Now().Unix()
 	for _, name := range names {
@@ -77,7 +89,11 @@ func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex
 			VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING`, name, table, def, now); err != nil {
 			return nil, fmt.Errorf("store: defer index %s: %w", name, err)
 		}
-		if _, err := tx.ExecContext(ctx, `DROP INDEX `+quoteIdent(name)); err != nil {
+		drop := `DROP INDEX ` + quoteIdent(name)
+		if addPrimaryKey.MatchString(def) {
+			drop = `ALTER TABLE ` + quoteIdent(table) + ` DROP CONSTRAINT ` + quoteIdent(name)
+		}
+		if _, err := tx.ExecContext(ctx, drop); err != nil {
 			return nil, fmt.Errorf("store: defer index %s: %w", name, err)
 		}
 	}
@@ -144,6 +160,10 @@ func (db *DB) DeferredIndexes(ctx context.Context) ([]DeferredIndex, error) {
 // PostgreSQL print it.
 var createIndex = regexp.MustCompile(`(?i)^\s*CREATE\s+(UNIQUE\s+)?INDEX\s+`)
 
+// addPrimaryKey matches a deferred PostgreSQL primary key as DeferIndexes
+// records it: the table, the constraint's name and its columns.
+var addPrimaryKey = regexp.MustCompile(`^ALTER TABLE (\S+) ADD CONSTRAINT (\S+) PRIMARY KEY (\(.+\))$`)
+
 // BuildDeferredIndexes builds every deferred index and forgets it. On
 // SQLite each index is built and forgotten in one write transaction (it
 // holds the writer for the build); on PostgreSQL it is built CONCURRENTLY
@@ -175,13 +195,20 @@ func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIn
 		if progress != nil {
 			progress(d)
 		}
+		if pk := addPrimaryKey.FindStringSubmatch(d.Definition); pk != nil && db.dialect == Postgres {
+			if err := db.buildConcurrently(ctx, d, "CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS "+pk[2]+" ON "+pk[1]+" "+pk[3],
+				"ALTER TABLE "+pk[1]+" ADD CONSTRAINT "+pk[2]+" PRIMARY KEY USING INDEX "+pk[2]); err != nil {
+				return err
+			}
+			continue
+		}
 		loc := createIndex.FindStringIndex(d.Definition)
 		if loc == nil {
 			return fmt.Errorf("store: build index %s: unexpected definition %q", d.Name, d.Definition)
 		}
 		head, rest := d.Definition[:loc[1]], d.Definition[loc[1]:]
 		if db.dialect == Postgres {
-			if err := db.buildConcurrently(ctx, d, head+"CONCURRENTLY IF NOT EXISTS "+rest); err != nil {
+			if err := db.buildConcurrently(ctx, d, head+"CONCURRENTLY IF NOT EXISTS "+rest, ""); err != nil {
 				return err
 			}
 			continue
@@ -206,7 +233,11 @@ func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIn
 	return nil
 }
 
-func (db *DB) buildConcurrently(ctx context.Context, d DeferredIndex, create string) error {
+// buildConcurrently runs create (a concurrent build), then attach if not
+// empty (a primary key's constraint over the new index) and forgets d in
+// one transaction: a crash before its commit builds (or finds the valid
+// index) and attaches again.
+func (db *DB) buildConcurrently(ctx context.Context, d DeferredIndex, create, attach string) error {
 	// A concurrent build that did not finish (a crash, a cancel) leaves an
 	// invalid index of that name, which IF NOT EXISTS would keep.
 	var valid bool
@@ -224,7 +255,20 @@ func (db *DB) buildConcurrently(ctx context.Context, d DeferredIndex, create str
 	if _, err := db.write.ExecContext(ctx, create); err != nil {
 		return fmt.Errorf("store: build index %s: %w", d.Name, err)
 	}
-	if _, err := db.write.ExecContext(ctx, `DELETE FROM deferred_indexes WHERE name = $1`, d.Name); err != nil {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: build index %s: %w", d.Name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // no-op after commit
+	if attach != "" {
+		if _, err := tx.ExecContext(ctx, attach); err != nil {
+			return fmt.Errorf("store: build index %s: attach: %w", d.Name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM deferred_indexes WHERE name = $1`, d.Name); err != nil {
+		return fmt.Errorf("store: build index %s: %w", d.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("store: build index %s: %w", d.Name, err)
 	}
 	db.deferred.forget()

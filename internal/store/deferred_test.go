@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
@@ -19,13 +21,37 @@ func indexDefinitions(t *testing.T, db *store.DB) map[string]string {
 		q = `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1`
 	}
 	out := map[string]string{}
-	for _, name := range store.Deferrable() {
+	for _, name := range store.Deferrable(db.Dialect()) {
 		var def string
 		err := db.QueryRowContext(context.Background(), q, name).Scan(&def)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			t.Fatal(err)
 		}
 		out[name] = def
+	}
+	return out
+}
+
+// primaryKeys lists the deferrable indexes that are a primary key
+// constraint's, with the constraint's definition (PostgreSQL; none on
+// SQLite).
+func primaryKeys(t *testing.T, db *store.DB) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if db.Dialect() != store.Postgres {
+		return out
+	}
+	for _, name := range store.Deferrable(db.Dialect()) {
+		var def string
+		err := db.QueryRowContext(context.Background(), `SELECT pg_get_constraintdef(oid) FROM pg_constraint
+			WHERE conname = $1 AND contype = 'p'`, name).Scan(&def)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			t.Fatal(err)
+		default:
+			out[name] = def
+		}
 	}
 	return out
 }
@@ -46,8 +72,12 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 					t.Fatalf("deferrable index %s is not in the migrated schema", name)
 				}
 			}
+			keys := primaryKeys(t, db)
+			if backend == "postgres" && len(keys) == 0 {
+				t.Fatal("no deferrable primary key on PostgreSQL")
+			}
 			cache := writerCacheKiB(t, db)
-			deferred, err := db.DeferIndexes(ctx, store.Deferrable())
+			deferred, err := db.DeferIndexes(ctx, store.Deferrable(db.Dialect()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -68,7 +98,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 			}
 			// Deferring again (a restart that enters catch-up again) keeps the
 			// recorded definitions.
-			if again, err := db.DeferIndexes(ctx, store.Deferrable()); err != nil || len(again) != len(want) {
+			if again, err := db.DeferIndexes(ctx, store.Deferrable(db.Dialect())); err != nil || len(again) != len(want) {
 				t.Fatalf("defer again: %d, %v", len(again), err)
 			}
 			db.Close()
@@ -95,9 +125,10 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 					t.Errorf("IndexDeferred(%s) = true after the build", name)
 				}
 			}
-			if list, err := db.DeferredIndexes(ctx); err != nil || len(list) != 0 {
-				t.Fatalf("after the build: %v deferred (%v)", list, err)
+			if got := primaryKeys(t, db); !maps.Equal(got, keys) {
+				t.Errorf("primary keys after the build %v, want %v", got, keys)
 			}
+			noneDeferred(t, db)
 		})
 	}
 }
@@ -108,14 +139,7 @@ func TestDeferAndBuildIndexes(t *testing.T) {
 func TestBuildReplacesInvalidIndex(t *testing.T) {
 	ctx := context.Background()
 	db := storetest.Open(t, storetest.PostgresDSN(t))
-	for _, q := range []string{
-		`CREATE TABLE t (x INTEGER)`,
-		`INSERT INTO t VALUES (1), (1)`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execAll(t, db, `CREATE TABLE t (x INTEGER)`, `INSERT INTO t VALUES (1), (1)`)
 	if _, err := db.ExecContext(ctx, `CREATE UNIQUE INDEX CONCURRENTLY t_x ON t (x)`); err == nil {
 		t.Fatal("a unique index over duplicates was built")
 	}
@@ -141,7 +165,7 @@ func TestBuildReplacesInvalidIndex(t *testing.T) {
 func TestInterruptedBuildResumes(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		want := indexDefinitions(t, db)
-		if _, err := db.DeferIndexes(context.Background(), store.Deferrable()); err != nil {
+		if _, err := db.DeferIndexes(context.Background(), store.Deferrable(db.Dialect())); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -184,4 +208,109 @@ func writerCacheKiB(t *testing.T, db *store.DB) int64 {
 		t.Fatal(err)
 	}
 	return -n // the writer sets it in KiB: negative
+}
+
+// TestDeferrableByBackend: the primary keys are PostgreSQL's only, and
+// SQLite's DeferIndexes skips the names its schema lacks (every name of the
+// list given: a caller's list need not be the backend's).
+func TestDeferrableByBackend(t *testing.T) {
+	pg, lite := store.Deferrable(store.Postgres), store.Deferrable(store.SQLite)
+	for _, name := range []string{"evm_address_txs_pkey", "evm_token_balance_history_pkey", "evm_native_balance_history_pkey"} {
+		if !slices.Contains(pg, name) || slices.Contains(lite, name) {
+			t.Errorf("%s: on PostgreSQL %v, on SQLite %v; want PostgreSQL only", name, slices.Contains(pg, name), slices.Contains(lite, name))
+		}
+	}
+	db := storetest.Open(t, storetest.SQLiteDSN(t))
+	deferred, err := db.DeferIndexes(context.Background(), pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(deferred) != len(lite) {
+		t.Fatalf("SQLite deferred %d indexes of the PostgreSQL list, want its own %d", len(deferred), len(lite))
+	}
+	if err := db.BuildDeferredIndexes(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeferredPrimaryKeyResumes: each point a crash can leave a deferred
+// primary key at on PostgreSQL is finished by the next build: the index
+// not built, built but invalid (an interrupted concurrent build), built and
+// valid but not yet the table's key. The table's key afterwards is the
+// recorded one, over a valid index.
+func TestDeferredPrimaryKeyResumes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup []string // after the key is deferred
+	}{
+		{"not built", nil},
+		{"invalid", []string{
+			`INSERT INTO t VALUES (1)`, // a duplicate fails the concurrent build half-way
+			`CREATE UNIQUE INDEX CONCURRENTLY t_pkey ON t (x)`,
+			`DELETE FROM t WHERE ctid = (SELECT max(ctid) FROM t)`,
+		}},
+		{"built, not attached", []string{`CREATE UNIQUE INDEX t_pkey ON t (x)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := storetest.Open(t, storetest.PostgresDSN(t))
+			execAll(t, db, `CREATE TABLE t (x INTEGER PRIMARY KEY)`, `INSERT INTO t VALUES (1), (2)`)
+			deferred, err := db.DeferIndexes(ctx, []string{"t_pkey"})
+			if err != nil || len(deferred) != 1 {
+				t.Fatalf("deferred %v, %v", deferred, err)
+			}
+			for _, q := range tc.setup {
+				// The invalid case's build is meant to fail.
+				_, _ = db.ExecContext(ctx, q)
+			}
+			if err := db.BuildDeferredIndexes(ctx, nil); err != nil {
+				t.Fatal(err)
+			}
+			var def string
+			var valid bool
+			if err := db.QueryRowContext(ctx, `SELECT pg_get_constraintdef(c.oid), i.indisvalid FROM pg_constraint c
+				JOIN pg_index i ON i.indexrelid = c.conindid WHERE c.conrelid = 't'::regclass AND c.contype = 'p'`).Scan(&def, &valid); err != nil {
+				t.Fatalf("the table's key: %v", err)
+			}
+			if def != "PRIMARY KEY (x)" || !valid {
+				t.Errorf("key %q valid %v, want PRIMARY KEY (x) over a valid index", def, valid)
+			}
+			noneDeferred(t, db)
+		})
+	}
+}
+
+// TestDeferIsOneTransaction: a drop that fails (here a primary key a
+// foreign key refers to) leaves every index of the call in place and
+// nothing recorded.
+func TestDeferIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t, storetest.PostgresDSN(t))
+	execAll(t, db, `CREATE TABLE p (x INTEGER PRIMARY KEY)`, `CREATE TABLE q (x INTEGER REFERENCES p)`)
+	want := indexDefinitions(t, db)
+	if _, err := db.DeferIndexes(ctx, []string{"evm_blocks_hash", "p_pkey"}); err == nil {
+		t.Fatal("a referenced primary key was deferred")
+	}
+	if got := indexDefinitions(t, db); !maps.Equal(got, want) {
+		t.Errorf("indexes after the failed defer %v, want %v", got, want)
+	}
+	noneDeferred(t, db)
+}
+
+// execAll runs each statement, failing the test at the first error.
+func execAll(t *testing.T, db *store.DB, stmts ...string) {
+	t.Helper()
+	for _, q := range stmts {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// noneDeferred fails the test if any index is recorded as deferred.
+func noneDeferred(t *testing.T, db *store.DB) {
+	t.Helper()
+	if list, err := db.DeferredIndexes(context.Background()); err != nil || len(list) != 0 {
+		t.Errorf("deferred: %v (%v), want none", list, err)
+	}
 }

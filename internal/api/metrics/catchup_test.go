@@ -23,7 +23,7 @@ func TestMetricsDuringBulkCatchUp(t *testing.T) {
 			ctx := context.Background()
 			e := testenv.Index(t, testenv.DevnetDir(t), backend, source.TracesAuto)
 			s := serverOn(e)
-			deferred, err := e.DB.DeferIndexes(ctx, store.Deferrable())
+			deferred, err := e.DB.DeferIndexes(ctx, store.Deferrable(e.DB.Dialect()))
 			if err != nil {
 				t.Fatal(err)
 			}
