@@ -636,7 +636,9 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 		n        uint64
 		last     RawBlock
 		fetchErr error
-		wait     <-chan time.Time
+		// wait bounds each wait for a chunk once the transaction began
+		// (nil before: wait without limit).
+		wait *time.Timer
 	)
 	defer func() {
 		if tx != nil {
@@ -651,7 +653,7 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 		prevDone = prev.pend.Done()
 	}
 	for {
-		ch, ok, ended := nextChunk(chunks, wait, prevDone)
+		ch, ok, ended := nextChunk(chunks, wait, p.opts.MaxBatchWait, prevDone)
 		if ended {
 			if err := settle(); err != nil {
 				return 0, nil, err
@@ -675,9 +677,8 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 			if tx, err = p.db.BeginAfter(wctx, after); err != nil {
 				return 0, nil, err
 			}
-			t := time.NewTimer(p.opts.MaxBatchWait)
-			defer t.Stop()
-			wait = t.C
+			wait = time.NewTimer(p.opts.MaxBatchWait)
+			defer wait.Stop()
 		}
 		if err := applyChunk(wctx, tx, c, ch.blocks); err != nil {
 			return 0, nil, err
@@ -713,19 +714,28 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 	return n, nil, fetchErr
 }
 
-// nextChunk takes the next chunk, preferring one that is ready over the
-// wait timer (nil before the transaction began: wait without limit); ended
+// nextChunk takes the next chunk, preferring one that is ready; if none is,
+// it waits at most d on the wait timer (nil before the transaction began:
+// wait without limit), from now: a batch that took longer than d is not cut
+// at its first wait (under load a sustained catch-up's 2,000-block batches
+// were, at a moment's wait for the fetch: more commits, each writing the
+// address-keyed tails again, docs/benchmarks.md "Fourteenth session"); ended
 // reports instead that prevDone closed (nil: not watched).
-func nextChunk(chunks <-chan chunk, wait <-chan time.Time, prevDone <-chan struct{}) (ch chunk, ok, ended bool) {
+func nextChunk(chunks <-chan chunk, wait *time.Timer, d time.Duration, prevDone <-chan struct{}) (ch chunk, ok, ended bool) {
 	select {
 	case ch, ok := <-chunks:
 		return ch, ok, false
 	default:
 	}
+	var expired <-chan time.Time
+	if wait != nil {
+		wait.Reset(d) // Go 1.23 timers: no stale expiry survives a Reset
+		expired = wait.C
+	}
 	select {
 	case ch, ok := <-chunks:
 		return ch, ok, false
-	case <-wait:
+	case <-expired:
 		return chunk{}, false, false
 	case <-prevDone:
 		return chunk{}, false, true

@@ -202,6 +202,7 @@ type recordingSource struct {
 	max     int
 	stallAt uint64
 	release chan struct{}
+	delay   time.Duration // each fetch takes this long
 
 	mu     sync.Mutex
 	ranges [][2]uint64
@@ -213,6 +214,9 @@ func (s *recordingSource) Fetch(ctx context.Context, from, to uint64) ([]RawBloc
 	s.mu.Lock()
 	s.ranges = append(s.ranges, [2]uint64{from, to})
 	s.mu.Unlock()
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
 	if s.release != nil && to >= s.stallAt {
 		select {
 		case <-s.release:
@@ -312,6 +316,40 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 		}
 		if h, err := Checkpoint(ctx, db, "T"); err != nil || h != 20 {
 			t.Fatalf("checkpoint = %d, %v", h, err)
+		}
+	})
+}
+
+// MaxBatchWait bounds each wait for a chunk, not the transaction: a source
+// that keeps delivering, each chunk well within MaxBatchWait, fills whole
+// batches however long they take (the bound was once counted from the
+// transaction's begin, and cut a batch at its first wait after that).
+func TestPipelineBatchOutlastsMaxBatchWait(t *testing.T) {
+	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+		// 100 chunks of 2 heights a batch, 10 ms each: a batch takes ~1 s,
+		// twice MaxBatchWait; each wait ~10 ms, a fiftieth of it.
+		src := &recordingSource{tip: 399, delay: 10 * time.Millisecond}
+		var (
+			mu      sync.Mutex
+			commits []uint64
+		)
+		opts := Options{UntilTip: true, MaxBatchWait: 500 * time.Millisecond,
+			AfterCommit: func(_ string, h uint64) { mu.Lock(); commits = append(commits, h); mu.Unlock() }}
+		ix := &rowIndexer{}
+		ix.failAt.Store(-1)
+		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: 200, FetchSize: 2}
+		if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got := fmt.Sprint(commits); got != "[199 399]" {
+			t.Fatalf("commits at %s, want [199 399]: one per batch", got)
 		}
 	})
 }
