@@ -66,13 +66,19 @@ func (ix *rowIndexer) Apply(ctx context.Context, tx *store.Tx, b RawBlock) error
 
 func (ix *rowIndexer) DerivedTables() []string { return []string{"test_rows"} }
 
+// createTestRows creates rowIndexer's table.
+func createTestRows(ctx context.Context, t *testing.T, db *store.DB) {
+	t.Helper()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPipelineExactlyOnce(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		src := &flakySource{tip: 200, failEvery: 3, wrongOnce: true}
 		ix := &rowIndexer{}
 		ix.failAt.Store(77)
@@ -109,9 +115,7 @@ func TestPipelineExactlyOnce(t *testing.T) {
 func TestReindexRebuildsFromRaw(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		ix := &rowIndexer{}
 		ix.failAt.Store(-1)
 		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: &flakySource{tip: 40}, Indexer: ix, BatchSize: 7}
@@ -258,9 +262,7 @@ func TestPipelineChunksAndBatches(t *testing.T) {
 			db := storetest.Open(t, storetest.DSNFor(t, "sqlite"))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-				t.Fatal(err)
-			}
+			createTestRows(ctx, t, db)
 			src := &recordingSource{tip: 25, max: tt.max}
 			var commits []uint64
 			opts := Options{UntilTip: true, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
@@ -290,9 +292,7 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		src := &recordingSource{tip: 20, stallAt: 9, release: make(chan struct{})}
 		committed := make(chan uint64, 10)
 		opts := Options{UntilTip: true, MaxBatchWait: 20 * time.Millisecond,
@@ -328,9 +328,7 @@ func TestPipelineBatchOutlastsMaxBatchWait(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		// 100 chunks of 2 heights a batch, 10 ms each: a batch takes ~1 s,
 		// twice MaxBatchWait; each wait ~10 ms, a fiftieth of it.
 		src := &recordingSource{tip: 399, delay: 10 * time.Millisecond}
@@ -373,9 +371,7 @@ func TestPipelineCatchUpBatches(t *testing.T) {
 			db := storetest.Open(t, storetest.DSNFor(t, tt.backend))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-				t.Fatal(err)
-			}
+			createTestRows(ctx, t, db)
 			var commits []uint64
 			opts := Options{UntilTip: true, CatchUp: tt.catchUp, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
 			ix := &rowIndexer{}
