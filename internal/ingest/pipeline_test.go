@@ -53,9 +53,15 @@ func (s *flakySource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, e
 }
 
 // rowIndexer writes one row per block; it can be told to fail at one height.
-type rowIndexer struct{ failAt atomic.Int64 }
+type rowIndexer struct {
+	failAt atomic.Int64
+	delay  time.Duration // each block's Apply takes this long
+}
 
 func (ix *rowIndexer) Apply(ctx context.Context, tx *store.Tx, b RawBlock) error {
+	if ix.delay > 0 {
+		time.Sleep(ix.delay)
+	}
 	if int64(b.Height) == ix.failAt.Load() {
 		ix.failAt.Store(-1)
 		return errors.New("decode failed once")
@@ -202,11 +208,13 @@ func TestPipelineFlushesBatches(t *testing.T) {
 // asked), records the ranges asked, and stalls on heights from stallAt until
 // release is closed.
 type recordingSource struct {
-	tip     uint64
-	max     int
-	stallAt uint64
-	release chan struct{}
-	delay   time.Duration // each fetch takes this long
+	tip       uint64
+	max       int
+	stallAt   uint64
+	release   chan struct{}
+	delay     time.Duration // every slowEvery-th fetch (every fetch if 0) takes this long
+	slowEvery int
+	fetches   int
 
 	mu     sync.Mutex
 	ranges [][2]uint64
@@ -217,8 +225,10 @@ func (s *recordingSource) Tip(context.Context) (uint64, error) { return s.tip, n
 func (s *recordingSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	s.mu.Lock()
 	s.ranges = append(s.ranges, [2]uint64{from, to})
+	s.fetches++
+	slow := s.delay > 0 && (s.slowEvery == 0 || s.fetches%s.slowEvery == 0)
 	s.mu.Unlock()
-	if s.delay > 0 {
+	if slow {
 		time.Sleep(s.delay)
 	}
 	if s.release != nil && to >= s.stallAt {
@@ -320,36 +330,58 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 	})
 }
 
-// MaxBatchWait bounds each wait for a chunk, not the transaction: a source
-// that keeps delivering, each chunk well within MaxBatchWait, fills whole
-// batches however long they take (the bound was once counted from the
-// transaction's begin, and cut a batch at its first wait after that).
-func TestPipelineBatchOutlastsMaxBatchWait(t *testing.T) {
-	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		createTestRows(ctx, t, db)
-		// 100 chunks of 2 heights a batch, 10 ms each: a batch takes ~1 s,
-		// twice MaxBatchWait; each wait ~10 ms, a fiftieth of it.
-		src := &recordingSource{tip: 399, delay: 10 * time.Millisecond}
-		var (
-			mu      sync.Mutex
-			commits []uint64
-		)
-		opts := Options{UntilTip: true, MaxBatchWait: 500 * time.Millisecond,
-			AfterCommit: func(_ string, h uint64) { mu.Lock(); commits = append(commits, h); mu.Unlock() }}
-		ix := &rowIndexer{}
-		ix.failAt.Store(-1)
-		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: 200, FetchSize: 2}
-		if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
-			t.Fatal(err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if got := fmt.Sprint(commits); got != "[199 399]" {
-			t.Fatalf("commits at %s, want [199 399]: one per batch", got)
-		}
-	})
+// MaxBatchWait bounds a transaction's waits for chunks in all, not its age:
+// a writer slower than the fetch, which waits for it only now and then (a
+// loaded host), fills whole batches however long they take; a slow node,
+// whose every chunk keeps the writer waiting, still has the blocks applied
+// so far committed and the writer lock released. (The bound was once the
+// transaction's age, and cut a long batch at its first wait.)
+func TestPipelineBatchWaits(t *testing.T) {
+	tests := []struct {
+		name      string
+		maxWait   time.Duration
+		fetch     time.Duration // every slowEvery-th fetch
+		slowEvery int
+		apply     time.Duration // a block
+		whole     bool          // commits at the batch ends only
+	}{
+		// 100 chunks of 2 heights a batch, 4 ms to apply each: with the
+		// stalls ~0.6 s a batch, past maxWait, for ~0.16 s of waits.
+		{"writer slower than the fetch", 400 * time.Millisecond, 40 * time.Millisecond, 25, 2 * time.Millisecond, true},
+		// every chunk waited for: the waits pass maxWait within a few chunks.
+		{"slow node", 45 * time.Millisecond, 15 * time.Millisecond, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				createTestRows(ctx, t, db)
+				src := &recordingSource{tip: 399, delay: tt.fetch, slowEvery: tt.slowEvery}
+				var (
+					mu      sync.Mutex
+					commits []uint64
+				)
+				opts := Options{UntilTip: true, MaxBatchWait: tt.maxWait,
+					AfterCommit: func(_ string, h uint64) { mu.Lock(); commits = append(commits, h); mu.Unlock() }}
+				ix := &rowIndexer{delay: tt.apply}
+				ix.failAt.Store(-1)
+				chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: 200, FetchSize: 2}
+				if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				got := fmt.Sprint(commits)
+				if tt.whole && got != "[199 399]" {
+					t.Fatalf("commits at %s, want [199 399]: one per batch", got)
+				}
+				if !tt.whole && (len(commits) == 0 || commits[0] >= 50) {
+					t.Fatalf("commits at %s: want the first well before the batch's end (199)", got)
+				}
+			})
+		})
+	}
 }
 
 // During a bulk catch-up on SQLite a transaction carries at least
