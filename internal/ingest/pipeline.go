@@ -60,10 +60,10 @@ type Options struct {
 	// AfterCommit, when set, is called after each committed batch (tests use it
 	// to kill ingestion at chosen points).
 	AfterCommit func(chain string, height uint64)
-	// MaxBatchWait bounds how long an open write transaction waits for the
-	// next fetched chunk (default 1s): with a slow node, the blocks already
-	// applied are committed, and SQLite's single writer lock released,
-	// instead of waiting for a full batch.
+	// MaxBatchWait bounds how long an open write transaction waits for
+	// fetched chunks, in all (default 1s): with a slow node, the blocks
+	// already applied are committed, and SQLite's single writer lock
+	// released, instead of waiting for a full batch.
 	MaxBatchWait time.Duration
 	// Discover, when set, returns chains to follow beyond the configured
 	// ones (L1s created on the P-chain); known holds the keys followed
@@ -636,7 +636,10 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 		n        uint64
 		last     RawBlock
 		fetchErr error
-		wait     <-chan time.Time
+		// wait bounds the transaction's waits for chunks, all of them
+		// together (waited so far): nil before it began, wait without limit.
+		wait   *time.Timer
+		waited time.Duration
 	)
 	defer func() {
 		if tx != nil {
@@ -651,7 +654,10 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 		prevDone = prev.pend.Done()
 	}
 	for {
-		ch, ok, ended := nextChunk(chunks, wait, prevDone)
+		ch, ok, ended, w := nextChunk(chunks, wait, p.opts.MaxBatchWait-waited, prevDone)
+		if wait != nil {
+			waited += w
+		}
 		if ended {
 			if err := settle(); err != nil {
 				return 0, nil, err
@@ -675,9 +681,8 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 			if tx, err = p.db.BeginAfter(wctx, after); err != nil {
 				return 0, nil, err
 			}
-			t := time.NewTimer(p.opts.MaxBatchWait)
-			defer t.Stop()
-			wait = t.C
+			wait = time.NewTimer(p.opts.MaxBatchWait)
+			defer wait.Stop()
 		}
 		if err := applyChunk(wctx, tx, c, ch.blocks); err != nil {
 			return 0, nil, err
@@ -713,22 +718,35 @@ func (p *Pipeline) writeBatch(ctx context.Context, c Chain, chunks <-chan chunk,
 	return n, nil, fetchErr
 }
 
-// nextChunk takes the next chunk, preferring one that is ready over the
-// wait timer (nil before the transaction began: wait without limit); ended
-// reports instead that prevDone closed (nil: not watched).
-func nextChunk(chunks <-chan chunk, wait <-chan time.Time, prevDone <-chan struct{}) (ch chunk, ok, ended bool) {
+// nextChunk takes the next chunk, preferring one that is ready; if none is,
+// it waits at most d more on the wait timer (nil before the transaction
+// began: wait without limit) and reports how long it waited. The bound is
+// on the transaction's waits in all, not on its age: with a slow node they
+// add up and the applied blocks are committed, but a batch that merely took
+// long is not cut at its first short wait (under load a sustained catch-up's
+// 2,000-block batches were, when the bound was the transaction's age: more
+// commits, each writing the address-keyed tails again, docs/benchmarks.md
+// "Fourteenth session"). ended reports instead that prevDone closed (nil:
+// not watched).
+func nextChunk(chunks <-chan chunk, wait *time.Timer, d time.Duration, prevDone <-chan struct{}) (ch chunk, ok, ended bool, waited time.Duration) {
 	select {
 	case ch, ok := <-chunks:
-		return ch, ok, false
+		return ch, ok, false, 0
 	default:
+	}
+	start := time.Now()
+	var expired <-chan time.Time
+	if wait != nil {
+		wait.Reset(max(d, 0)) // Go 1.23 timers: no stale expiry survives a Reset
+		expired = wait.C
 	}
 	select {
 	case ch, ok := <-chunks:
-		return ch, ok, false
-	case <-wait:
-		return chunk{}, false, false
+		return ch, ok, false, time.Since(start)
+	case <-expired:
+		return chunk{}, false, false, time.Since(start)
 	case <-prevDone:
-		return chunk{}, false, true
+		return chunk{}, false, true, time.Since(start)
 	}
 }
 

@@ -53,9 +53,15 @@ func (s *flakySource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, e
 }
 
 // rowIndexer writes one row per block; it can be told to fail at one height.
-type rowIndexer struct{ failAt atomic.Int64 }
+type rowIndexer struct {
+	failAt atomic.Int64
+	delay  time.Duration // each block's Apply takes this long
+}
 
 func (ix *rowIndexer) Apply(ctx context.Context, tx *store.Tx, b RawBlock) error {
+	if ix.delay > 0 {
+		time.Sleep(ix.delay)
+	}
 	if int64(b.Height) == ix.failAt.Load() {
 		ix.failAt.Store(-1)
 		return errors.New("decode failed once")
@@ -66,13 +72,19 @@ func (ix *rowIndexer) Apply(ctx context.Context, tx *store.Tx, b RawBlock) error
 
 func (ix *rowIndexer) DerivedTables() []string { return []string{"test_rows"} }
 
+// createTestRows creates rowIndexer's table.
+func createTestRows(ctx context.Context, t *testing.T, db *store.DB) {
+	t.Helper()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPipelineExactlyOnce(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		src := &flakySource{tip: 200, failEvery: 3, wrongOnce: true}
 		ix := &rowIndexer{}
 		ix.failAt.Store(77)
@@ -109,9 +121,7 @@ func TestPipelineExactlyOnce(t *testing.T) {
 func TestReindexRebuildsFromRaw(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		ix := &rowIndexer{}
 		ix.failAt.Store(-1)
 		chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: &flakySource{tip: 40}, Indexer: ix, BatchSize: 7}
@@ -198,10 +208,13 @@ func TestPipelineFlushesBatches(t *testing.T) {
 // asked), records the ranges asked, and stalls on heights from stallAt until
 // release is closed.
 type recordingSource struct {
-	tip     uint64
-	max     int
-	stallAt uint64
-	release chan struct{}
+	tip       uint64
+	max       int
+	stallAt   uint64
+	release   chan struct{}
+	delay     time.Duration // every slowEvery-th fetch (every fetch if 0) takes this long
+	slowEvery int
+	fetches   int
 
 	mu     sync.Mutex
 	ranges [][2]uint64
@@ -212,7 +225,12 @@ func (s *recordingSource) Tip(context.Context) (uint64, error) { return s.tip, n
 func (s *recordingSource) Fetch(ctx context.Context, from, to uint64) ([]RawBlock, error) {
 	s.mu.Lock()
 	s.ranges = append(s.ranges, [2]uint64{from, to})
+	s.fetches++
+	slow := s.delay > 0 && (s.slowEvery == 0 || s.fetches%s.slowEvery == 0)
 	s.mu.Unlock()
+	if slow {
+		time.Sleep(s.delay)
+	}
 	if s.release != nil && to >= s.stallAt {
 		select {
 		case <-s.release:
@@ -254,9 +272,7 @@ func TestPipelineChunksAndBatches(t *testing.T) {
 			db := storetest.Open(t, storetest.DSNFor(t, "sqlite"))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-				t.Fatal(err)
-			}
+			createTestRows(ctx, t, db)
 			src := &recordingSource{tip: 25, max: tt.max}
 			var commits []uint64
 			opts := Options{UntilTip: true, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
@@ -286,9 +302,7 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 	storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-			t.Fatal(err)
-		}
+		createTestRows(ctx, t, db)
 		src := &recordingSource{tip: 20, stallAt: 9, release: make(chan struct{})}
 		committed := make(chan uint64, 10)
 		opts := Options{UntilTip: true, MaxBatchWait: 20 * time.Millisecond,
@@ -316,6 +330,60 @@ func TestPipelineCommitsWhenSourceStalls(t *testing.T) {
 	})
 }
 
+// MaxBatchWait bounds a transaction's waits for chunks in all, not its age:
+// a writer slower than the fetch, which waits for it only now and then (a
+// loaded host), fills whole batches however long they take; a slow node,
+// whose every chunk keeps the writer waiting, still has the blocks applied
+// so far committed and the writer lock released. (The bound was once the
+// transaction's age, and cut a long batch at its first wait.)
+func TestPipelineBatchWaits(t *testing.T) {
+	tests := []struct {
+		name      string
+		maxWait   time.Duration
+		fetch     time.Duration // every slowEvery-th fetch
+		slowEvery int
+		apply     time.Duration // a block
+		whole     bool          // commits at the batch ends only
+	}{
+		// 100 chunks of 2 heights a batch, 4 ms to apply each: with the
+		// stalls ~0.6 s a batch, past maxWait, for ~0.16 s of waits.
+		{"writer slower than the fetch", 400 * time.Millisecond, 40 * time.Millisecond, 25, 2 * time.Millisecond, true},
+		// every chunk waited for: the waits pass maxWait within a few chunks.
+		{"slow node", 45 * time.Millisecond, 15 * time.Millisecond, 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			storetest.ForEachBackend(t, func(t *testing.T, db *store.DB) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				createTestRows(ctx, t, db)
+				src := &recordingSource{tip: 399, delay: tt.fetch, slowEvery: tt.slowEvery}
+				var (
+					mu      sync.Mutex
+					commits []uint64
+				)
+				opts := Options{UntilTip: true, MaxBatchWait: tt.maxWait,
+					AfterCommit: func(_ string, h uint64) { mu.Lock(); commits = append(commits, h); mu.Unlock() }}
+				ix := &rowIndexer{delay: tt.apply}
+				ix.failAt.Store(-1)
+				chain := Chain{Key: "T", Kind: "EVM", BlockchainID: "bc", Source: src, Indexer: ix, BatchSize: 200, FetchSize: 2}
+				if err := New(db, []Chain{chain}, opts, slog.New(slog.NewTextHandler(io.Discard, nil))).Run(ctx); err != nil {
+					t.Fatal(err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				got := fmt.Sprint(commits)
+				if tt.whole && got != "[199 399]" {
+					t.Fatalf("commits at %s, want [199 399]: one per batch", got)
+				}
+				if !tt.whole && (len(commits) == 0 || commits[0] >= 50) {
+					t.Fatalf("commits at %s: want the first well before the batch's end (199)", got)
+				}
+			})
+		})
+	}
+}
+
 // During a bulk catch-up on SQLite a transaction carries at least
 // catchUpBatch blocks (fewer commits, each writing a key's tail page once);
 // elsewhere, and on PostgreSQL, the chain's BatchSize. The deferred indexes
@@ -335,9 +403,7 @@ func TestPipelineCatchUpBatches(t *testing.T) {
 			db := storetest.Open(t, storetest.DSNFor(t, tt.backend))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, err := db.ExecContext(ctx, `CREATE TABLE test_rows (height BIGINT PRIMARY KEY)`); err != nil {
-				t.Fatal(err)
-			}
+			createTestRows(ctx, t, db)
 			var commits []uint64
 			opts := Options{UntilTip: true, CatchUp: tt.catchUp, AfterCommit: func(_ string, h uint64) { commits = append(commits, h) }}
 			ix := &rowIndexer{}
