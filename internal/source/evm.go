@@ -242,16 +242,35 @@ func (b *RawEVMBlock) Bytes() []byte {
 	if b.doc != nil {
 		return b.doc
 	}
-	out := make([]byte, 0, len(b.Block)+len(b.Receipts)+len(b.Traces)+36)
-	out = append(out, `{"block":`...)
-	out = append(out, b.Block...)
-	out = append(out, `,"receipts":`...)
-	out = append(out, b.Receipts...)
-	if b.Traces != nil {
-		out = append(out, `,"traces":`...)
-		out = append(out, b.Traces...)
+	return storedBlock(b.Height, b.Block, b.Receipts, b.Traces).doc
+}
+
+// storedBlock copies a height's block, receipts and traces (nil: none) into
+// one document in Bytes()'s form, and returns the raw block whose Block,
+// Receipts and Traces are slices of it.
+func storedBlock(h uint64, block, receipts, traces []byte) RawEVMBlock {
+	doc := make([]byte, 0, len(block)+len(receipts)+len(traces)+36)
+	doc = append(doc, `{"block":`...)
+	doc = append(doc, block...)
+	doc = append(doc, `,"receipts":`...)
+	doc = append(doc, receipts...)
+	bStart := len(`{"block":`)
+	rStart := bStart + len(block) + len(`,"receipts":`)
+	var tr json.RawMessage
+	if traces != nil {
+		doc = append(doc, `,"traces":`...)
+		tStart := len(doc)
+		doc = append(doc, traces...)
+		tr = doc[tStart:len(doc):len(doc)]
 	}
-	return append(out, '}')
+	doc = append(doc, '}')
+	return RawEVMBlock{
+		Height:   h,
+		Block:    doc[bStart : bStart+len(block) : bStart+len(block)],
+		Receipts: doc[rStart : rStart+len(receipts) : rStart+len(receipts)],
+		Traces:   tr,
+		doc:      doc,
+	}
 }
 
 // Balance returns eth_getBalance(addr, block) in wei.

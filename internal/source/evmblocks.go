@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -410,34 +409,12 @@ func parseRawBlock(h uint64, block, receipts, traces []byte, dec BlockDecoder, f
 	if len(receipts) == 0 || bytes.Equal(receipts, null) {
 		return RawEVMBlock{}, fmt.Errorf("%w: receipts of block %d: %w", ErrInconsistent, h, ErrNotFound)
 	}
-	doc := make([]byte, 0, len(block)+len(receipts)+len(traces)+36)
-	doc = append(doc, `{"block":`...)
-	doc = append(doc, block...)
-	doc = append(doc, `,"receipts":`...)
-	doc = append(doc, receipts...)
-	bStart := len(`{"block":`)
-	rStart := bStart + len(block) + len(`,"receipts":`)
-	var tr json.RawMessage
-	if traces != nil {
-		doc = append(doc, `,"traces":`...)
-		tStart := len(doc)
-		doc = append(doc, traces...)
-		tr = doc[tStart:len(doc):len(doc)]
-	}
-	doc = append(doc, '}')
-	b := RawEVMBlock{
-		Traces:   tr,
-		Height:   h,
-		Block:    doc[bStart : bStart+len(block) : bStart+len(block)],
-		Receipts: doc[rStart : rStart+len(receipts) : rStart+len(receipts)],
-		doc:      doc,
-	}
-
+	b := storedBlock(h, block, receipts, traces)
 	if dec != nil {
 		f.reset()
 		// Its error is the indexer's to report, when Apply parses the
 		// block again; the scan below says whether the source keeps it.
-		if d, err := dec.DecodeBlock(doc, f); err == nil {
+		if d, err := dec.DecodeBlock(b.doc, f); err == nil {
 			b.Decoded = d
 		}
 	}
