@@ -263,11 +263,16 @@ func (s *Set) assemble(cEVM *source.EVM, cChainID uint64, others []evmChain) err
 		s.Chains = append(s.Chains, ch)
 	}
 	for i := range s.Chains {
-		s.Chains[i].Indexer = metrics.WithRollup(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
-		// Webhook events (issue #20), in the block's transaction.
-		s.Chains[i].Indexer = webhooks.WithEvents(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
+		s.Chains[i].Indexer = Decorate(s.Chains[i].Key, s.Chains[i].Kind, s.Chains[i].Indexer)
 	}
 	return nil
+}
+
+// Decorate wraps a chain's indexer as every indexing process runs it: the
+// metrics rollups and the webhook events (issue #20) are written in the
+// block's transaction.
+func Decorate(key, kind string, ix ingest.Indexer) ingest.Indexer {
+	return webhooks.WithEvents(key, kind, metrics.WithRollup(key, kind, ix))
 }
 
 // evmChain builds the ingest.Chain of one EVM chain: its indexer (with the

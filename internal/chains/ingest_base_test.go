@@ -265,6 +265,13 @@ func copyFile(from, to string) error {
 		out.Close()
 		return err
 	}
+	// Written back before the measured run starts: the copy's gigabytes of
+	// dirty pages otherwise throttle the run's first writes (the kernel's
+	// dirty-page limits), a cost of the set-up, not of ingestion.
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
 	return out.Close()
 }
 

@@ -456,7 +456,8 @@ func writtenBytes() int64 {
 
 // newBenchIndexer is the EVM indexer as the benchmark wires it (and its
 // inner EVM indexer, the source's decoder); full: as
-// `permafrost index` wires the C-chain (the ICM log sink, metrics rollups).
+// `permafrost index` wires the C-chain (the ICM log sink; Decorate: metrics
+// rollups and webhook events, as Build wraps every chain).
 func newBenchIndexer(b *testing.B, full bool) (ingest.Indexer, *evm.Indexer) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	alloc := evm.NewGenerator(1, benchTxPerBlock).Alloc()
@@ -473,7 +474,7 @@ func newBenchIndexer(b *testing.B, full bool) (ingest.Indexer, *evm.Indexer) {
 		b.Fatal(err)
 	}
 	if full {
-		return metrics.WithRollup("C", metrics.KindEVM, ix), ix
+		return Decorate("C", metrics.KindEVM, ix), ix
 	}
 	return ix, ix
 }

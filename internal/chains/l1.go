@@ -14,10 +14,8 @@ import (
 
 	"github.com/permafrost-dev/permafrost/internal/genesis"
 	"github.com/permafrost-dev/permafrost/internal/ingest"
-	"github.com/permafrost-dev/permafrost/internal/metrics"
 	"github.com/permafrost-dev/permafrost/internal/source"
 	"github.com/permafrost-dev/permafrost/internal/store"
-	"github.com/permafrost-dev/permafrost/internal/webhooks"
 )
 
 // notServedRetry is how long a chain the node does not serve (it does not
@@ -148,8 +146,7 @@ func (s *Set) l1Chain(ctx context.Context, id ids.ID, name string, gen []byte, k
 	if err != nil {
 		return ingest.Chain{}, false, err
 	}
-	ch.Indexer = metrics.WithRollup(ch.Key, ch.Kind, ch.Indexer)
-	ch.Indexer = webhooks.WithEvents(ch.Key, ch.Kind, ch.Indexer) // webhook events (issue #20)
+	ch.Indexer = Decorate(ch.Key, ch.Kind, ch.Indexer)
 	return ch, true, nil
 }
 
@@ -208,8 +205,7 @@ func (s *Set) IndexedL1s(ctx context.Context, db *store.DB) ([]ingest.Chain, err
 		if err != nil {
 			return nil, err
 		}
-		ch.Indexer = metrics.WithRollup(ch.Key, ch.Kind, ch.Indexer)
-		ch.Indexer = webhooks.WithEvents(ch.Key, ch.Kind, ch.Indexer) // webhook events (issue #20)
+		ch.Indexer = Decorate(ch.Key, ch.Kind, ch.Indexer)
 		out = append(out, ch)
 	}
 	return out, rows.Err()

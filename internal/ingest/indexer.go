@@ -6,6 +6,8 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/permafrost-dev/permafrost/internal/store"
 )
@@ -69,53 +71,111 @@ type Preparer interface {
 }
 
 // Collector is a Preparer with a second stage whose result is too big to
-// hold for a whole chunk of blocks (a block's rows): Collect runs on a
-// goroutine of its own, at most one block ahead of Apply (ApplyBlocks), on a
-// block Prepare left in b.Prepared. It needs no store; Apply does itself what
-// Collect did not (a block not collected, or one Collect failed on).
+// hold for every chunk between the fetch and the writer (a block's rows):
+// Collect runs on a goroutine of its own, within the chunk the writer is
+// applying (ApplyBlocks), on a block Prepare left in b.Prepared, never twice
+// at once. It needs no store; Apply does itself what Collect did not (a
+// block not collected, or one Collect failed on).
 type Collector interface {
 	Collect(b *RawBlock)
 }
 
-// Prepare runs ix's Prepare on each block if it is a Preparer, and the
-// first block's Collect if it is a Collector (ApplyBlocks collects each next
-// block while one is applied: the first has no block before it).
+// Decorator is an Indexer that wraps another and adds writes of its own
+// (metrics rollups, webhook events). Prepare and ApplyBlocks find the
+// Preparer and Collector through decorators (Unwrap), so a decorator need not
+// forward those stages: the production wiring wraps the EVM indexer twice,
+// and a wrapper that forwarded Prepare but not Collect had left every block's
+// Collect to the writer (docs/benchmarks.md "Fifteenth session").
+type Decorator interface {
+	Unwrap() Indexer
+}
+
+// stage returns the outermost indexer of ix's decorator chain that
+// implements T.
+func stage[T any](ix Indexer) (T, bool) {
+	for ix != nil {
+		if s, ok := any(ix).(T); ok {
+			return s, true
+		}
+		d, ok := ix.(Decorator)
+		if !ok {
+			break
+		}
+		ix = d.Unwrap()
+	}
+	var none T
+	return none, false
+}
+
+// Prepare runs the Prepare of ix (or of the indexer it decorates) on each
+// block if it is a Preparer, and the first block's Collect if it is a
+// Collector (ApplyBlocks collects each next block while one is applied: the
+// first has no block before it).
 func Prepare(ix Indexer, blocks []RawBlock) {
-	if p, ok := ix.(Preparer); ok {
+	if p, ok := stage[Preparer](ix); ok {
 		for i := range blocks {
 			p.Prepare(&blocks[i])
 		}
 	}
-	if c, ok := ix.(Collector); ok && len(blocks) > 0 {
+	if c, ok := stage[Collector](ix); ok && len(blocks) > 0 {
 		c.Collect(&blocks[0])
 	}
 }
 
-// ApplyBlocks applies blocks in order, in tx. If ix is a Collector, each
-// block's Collect runs on a goroutine of its own while the block before it
-// is applied: the writer, the pipeline's critical path, is left with what
+// ApplyBlocks applies blocks in order, in tx. If ix is a Collector, a
+// goroutine collects the blocks after the first, in order, while the writer,
+// the pipeline's critical path, applies them: the writer is left with what
 // depends on its state and the statements (docs/benchmarks.md "Tenth
-// session").
+// session"). Each block is claimed once, by the collector or by the writer
+// (whose Apply then does the collecting): the writer never waits for a
+// collector that has not got a core, only for one in the middle of the
+// block it wants. A goroutine per block, waited for, ran mostly on the
+// writer's own core once both were busy, after the writer blocked on it
+// (docs/benchmarks.md "Fifteenth session").
 func ApplyBlocks(ctx context.Context, tx *store.Tx, ix Indexer, blocks []RawBlock) error {
-	c, collects := ix.(Collector)
-	var ahead chan struct{}
-	defer func() {
-		if ahead != nil {
-			<-ahead // nothing outlives the call: the caller may Discard
+	c, collects := stage[Collector](ix)
+	if !collects || len(blocks) < 2 {
+		return applyEach(ctx, tx, ix, blocks, nil)
+	}
+	claims := make([]atomic.Int32, len(blocks))
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i < len(blocks) && !stop.Load(); i++ {
+			if claims[i].CompareAndSwap(unclaimed, collecting) {
+				c.Collect(&blocks[i])
+				claims[i].Store(collected)
+			}
 		}
 	}()
-	for i := range blocks {
-		if ahead != nil {
-			<-ahead
-			ahead = nil
+	defer func() {
+		stop.Store(true)
+		<-done // nothing outlives the call: the caller may Discard
+	}()
+	return applyEach(ctx, tx, ix, blocks, func(i int) {
+		if i == 0 || claims[i].CompareAndSwap(unclaimed, applying) {
+			return
 		}
-		if collects && i+1 < len(blocks) {
-			done := make(chan struct{})
-			go func(b *RawBlock) {
-				defer close(done)
-				c.Collect(b)
-			}(&blocks[i+1])
-			ahead = done
+		for claims[i].Load() != collected {
+			runtime.Gosched() // the collector is in the middle of this block
+		}
+	})
+}
+
+// A block's claim in ApplyBlocks.
+const (
+	unclaimed int32 = iota
+	collecting
+	collected
+	applying
+)
+
+// applyEach applies blocks in order, each after claim(i) (if not nil).
+func applyEach(ctx context.Context, tx *store.Tx, ix Indexer, blocks []RawBlock, claim func(int)) error {
+	for i := range blocks {
+		if claim != nil {
+			claim(i)
 		}
 		if err := ix.Apply(ctx, tx, blocks[i]); err != nil {
 			return fmt.Errorf("index block %d: %w", blocks[i].Height, err)

@@ -98,8 +98,9 @@ func (p *pendingCounts) reset() {
 }
 
 var (
-	_ ingest.Indexer = (*Rollup)(nil)
-	_ ingest.Batcher = (*Rollup)(nil)
+	_ ingest.Indexer   = (*Rollup)(nil)
+	_ ingest.Batcher   = (*Rollup)(nil)
+	_ ingest.Decorator = (*Rollup)(nil)
 )
 
 // WithRollup wraps the indexer of chain chainKey of kind (P, X or EVM):
@@ -159,12 +160,9 @@ const (
 		tip_height = excluded.tip_height, updated_at = excluded.updated_at`
 )
 
-// Prepare lets the inner indexer prepare b (ingest.Preparer).
-func (r *Rollup) Prepare(b *ingest.RawBlock) {
-	if p, ok := r.inner.(ingest.Preparer); ok {
-		p.Prepare(b)
-	}
-}
+// Unwrap is the inner indexer (ingest.Decorator: the pipeline prepares and
+// collects blocks with it ahead of Apply).
+func (r *Rollup) Unwrap() ingest.Indexer { return r.inner }
 
 // Apply indexes b with the inner indexer, then notes its rollup changes
 // (written by Flush, in the same transaction).

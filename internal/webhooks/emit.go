@@ -55,9 +55,9 @@ func WithEvents(chainKey, kind string, inner ingest.Indexer) ingest.Indexer {
 }
 
 var (
-	_ ingest.Indexer  = (*Emitter)(nil)
-	_ ingest.Batcher  = (*Emitter)(nil)
-	_ ingest.Preparer = (*Emitter)(nil)
+	_ ingest.Indexer   = (*Emitter)(nil)
+	_ ingest.Batcher   = (*Emitter)(nil)
+	_ ingest.Decorator = (*Emitter)(nil)
 )
 
 // DerivedTables is the inner indexer's: the outbox is not derived, so a
@@ -65,12 +65,9 @@ var (
 // reindex raises again have the same message ids and are skipped.
 func (e *Emitter) DerivedTables() []string { return e.inner.DerivedTables() }
 
-// Prepare lets the inner indexer prepare b.
-func (e *Emitter) Prepare(b *ingest.RawBlock) {
-	if p, ok := e.inner.(ingest.Preparer); ok {
-		p.Prepare(b)
-	}
-}
+// Unwrap is the inner indexer (ingest.Decorator: the pipeline prepares and
+// collects blocks with it ahead of Apply).
+func (e *Emitter) Unwrap() ingest.Indexer { return e.inner }
 
 // Flush writes the events of the EVM blocks applied since the last Flush
 // (flushEVM), then raises the pending counts of the queues of the events

@@ -232,8 +232,8 @@ func (ix *Indexer) parse(raw []byte) (*preparedBlock, error) {
 // the block alone (ingest.Collector), while the block before it is applied:
 // Apply is left with what depends on the writer's state, and the
 // statements. On an error it leaves the rows to Apply, which reports it.
-// Rows are a few tens of KB a block: only the blocks between Collect and
-// Apply hold them (ingest.ApplyBlocks), not a whole chunk.
+// Rows are a few tens of KB a block: only the blocks of the chunk being
+// applied hold them (ingest.ApplyBlocks), not every chunk fetched.
 func (ix *Indexer) Collect(rb *ingest.RawBlock) {
 	p, ok := rb.Prepared.(*preparedBlock)
 	if !ok || p.rows != nil {

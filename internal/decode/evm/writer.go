@@ -149,7 +149,7 @@ type contractState struct {
 // deltas of its txs and the contracts and NFT ids it shows, built by collect
 // from the parsed block alone, without the writer's state (caches, the
 // batch's balances, ids known): Collect builds them on a goroutine of their
-// own, one block ahead of the writer (ingest.ApplyBlocks), which then only
+// own, ahead of the writer within its chunk (ingest.ApplyBlocks), which then only
 // adds what depends on its state (buildContracts, buildNFTs, balances) and
 // runs the statements.
 // Its maps and slices live across blocks to keep allocations per block low.
