@@ -41,10 +41,13 @@ type Emitter struct {
 	// update) only while it commits.
 	queued map[string]int64
 	rows   [][]any // the block's outbox rows (writeEvent, writeEvents)
-	// applied are the EVM blocks applied since the last Flush, whose events
-	// Flush writes: the EVM indexer writes some of the rows they are read
-	// from only at its own Flush (PostgreSQL's batch COPY).
-	applied []ingest.RawBlock
+	// applied are the heights of the EVM blocks applied since the last
+	// Flush, whose events Flush writes: the EVM indexer writes some of the
+	// rows they are read from only at its own Flush (PostgreSQL's batch
+	// COPY). Their bodies are read back from raw_blocks for the few blocks
+	// a webhook wants (evmBlock): kept here, a 2,000-block catch-up batch's
+	// took ~40 MB (docs/benchmarks.md "Fifteenth session").
+	applied []uint64
 }
 
 // WithEvents wraps the indexer of chain chainKey of kind (P, X or EVM):
@@ -105,7 +108,6 @@ func (e *Emitter) Flush(ctx context.Context, tx *store.Tx) error {
 // lets the inner indexer discard.
 func (e *Emitter) Discard() {
 	clear(e.queued)
-	clear(e.applied)
 	e.applied = e.applied[:0]
 	ingest.Discard(e.inner)
 }
@@ -117,13 +119,7 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 		return err
 	}
 	if e.kind == "EVM" {
-		// Kept in the stored S2 form when the pipeline made one (3-5
-		// times smaller), without the inner indexer's parse.
-		kept := ingest.RawBlock{Height: b.Height, Hash: b.Hash, Timestamp: b.Timestamp, Stored: b.Stored, Encoding: b.Encoding}
-		if b.Encoding == ingest.RawPlain {
-			kept.Bytes = b.Bytes
-		}
-		e.applied = append(e.applied, kept)
+		e.applied = append(e.applied, b.Height)
 		return nil
 	}
 	return e.blockEvents(ctx, tx, b)
@@ -135,36 +131,43 @@ func (e *Emitter) Apply(ctx context.Context, tx *store.Tx, b ingest.RawBlock) er
 // exactly when its block is indexed. One probe for the batch first: most
 // batches of most chains concern no webhook.
 func (e *Emitter) flushEVM(ctx context.Context, tx *store.Tx) error {
-	blocks := e.applied
-	defer func() {
-		clear(blocks) // their bodies
-		e.applied = blocks[:0]
-	}()
-	if len(blocks) == 0 {
+	heights := e.applied
+	defer func() { e.applied = heights[:0] }()
+	if len(heights) == 0 {
 		return nil
 	}
 	var n int64
 	if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM webhooks WHERE chain_key = $1 AND status = 'active'
 		AND event_type IN ($2, $3) AND start_height < $4`, e.chain, EventAddressActivity, EventPrimaryAddressActivity,
-		int64(blocks[len(blocks)-1].Height)).Scan(&n); err != nil {
+		int64(heights[len(heights)-1])).Scan(&n); err != nil {
 		return fmt.Errorf("webhooks %s: probe webhooks: %w", e.chain, err)
 	}
 	if n == 0 {
 		return nil
 	}
-	for _, b := range blocks {
-		if b.Encoding != ingest.RawPlain {
-			body, err := ingest.RawBody(b.Stored, b.Encoding)
-			if err != nil {
-				return fmt.Errorf("webhooks %s: block %d: %w", e.chain, b.Height, err)
-			}
-			b.Bytes = body
-		}
-		if err := e.blockEvents(ctx, tx, b); err != nil {
+	for _, h := range heights {
+		if err := e.blockEvents(ctx, tx, ingest.RawBlock{Height: h}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// evmBlock parses EVM block height as raw_blocks keeps it: written by the
+// pipeline in the batch's transaction (on PostgreSQL a queued COPY, which
+// a query of the transaction waits for), or there already (reindex).
+func (e *Emitter) evmBlock(ctx context.Context, tx *store.Tx, height uint64) (*evmRaw, error) {
+	var body []byte
+	var enc ingest.RawEncoding
+	err := tx.QueryRow(ctx, `SELECT body, encoding FROM raw_blocks WHERE chain_key = $1 AND height = $2`,
+		e.chain, int64(height)).Scan(&body, &enc)
+	if err != nil {
+		return nil, fmt.Errorf("read raw block: %w", err)
+	}
+	if body, err = ingest.RawBody(body, enc); err != nil {
+		return nil, err
+	}
+	return parseEVMBlock(body)
 }
 
 // blockEvents writes the events of block b, applied by the inner indexer.
@@ -310,7 +313,7 @@ func (e *Emitter) evmEvents(ctx context.Context, tx *store.Tx, b ingest.RawBlock
 	if len(matches) == 0 {
 		return nil
 	}
-	blk, err := parseEVMBlock(b.Bytes)
+	blk, err := e.evmBlock(ctx, tx, b.Height)
 	if err != nil {
 		return err
 	}
