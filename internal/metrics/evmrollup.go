@@ -82,6 +82,15 @@ type evmRollup struct {
 	// known outlives the batch (reset keeps it): the addresses earlier
 	// batches stored in the newest buckets, which flush does not probe.
 	known seenCache
+	// at holds, per role, the sets of the time see was last given (setsAt).
+	at [roleDeployer + 1]setsAtTime
+}
+
+// setsAtTime is a role's address sets of the buckets holding ms.
+type setsAtTime struct {
+	ok   bool
+	ms   int64
+	sets [len(evmKinds)]map[string]struct{}
 }
 
 type seenKey struct {
@@ -101,6 +110,7 @@ func (e *evmRollup) reset() {
 	e.any = false
 	clear(e.buckets)
 	clear(e.sets)
+	e.at = [len(e.at)]setsAtTime{}
 	clear(e.ever)
 	clear(e.last)
 }
@@ -234,23 +244,22 @@ func (e *evmRollup) bucket(k Interval, ms int64) *EVMBucket {
 }
 
 // see notes address a in role for every interval kind holding ms, and as
-// ever seen (roles active and deployer).
+// ever seen (roles active and deployer). The address is copied once for all
+// the maps, and the sets of a role's newest time are kept at hand (a block's
+// parties share its time): per call, a copy per map and a lookup of each
+// set were ~5% of the ingest writer's time (docs/benchmarks.md "Fifteenth
+// session").
 func (e *evmRollup) see(role int, a []byte, ms int64) {
-	for _, k := range evmKinds {
-		key := seenKey{role, bucketKey{k, k.Floor(floorDiv(ms, 1000))}}
-		s, ok := e.sets[key]
-		if !ok {
-			s = map[string]struct{}{}
-			e.sets[key] = s
-		}
-		s[string(a)] = struct{}{}
+	k := string(a)
+	for _, s := range e.setsAt(role, ms) {
+		s[k] = struct{}{}
 	}
 	last, ok := e.last[role]
 	if !ok {
 		last = map[string]int64{}
 		e.last[role] = last
 	}
-	last[string(a)] = max(last[string(a)], ms)
+	last[k] = max(last[k], ms)
 	if role == roleSender {
 		return
 	}
@@ -259,9 +268,29 @@ func (e *evmRollup) see(role int, a []byte, ms int64) {
 		ev = map[string]int64{}
 		e.ever[role] = ev
 	}
-	if t, ok := ev[string(a)]; !ok || ms < t {
-		ev[string(a)] = ms
+	if t, ok := ev[k]; !ok || ms < t {
+		ev[k] = ms
 	}
+}
+
+// setsAt returns the address sets of role in each interval kind's bucket
+// holding ms, created if new.
+func (e *evmRollup) setsAt(role int, ms int64) *[len(evmKinds)]map[string]struct{} {
+	c := &e.at[role]
+	if c.ok && c.ms == ms {
+		return &c.sets
+	}
+	for i, k := range evmKinds {
+		key := seenKey{role, bucketKey{k, k.Floor(floorDiv(ms, 1000))}}
+		s, ok := e.sets[key]
+		if !ok {
+			s = map[string]struct{}{}
+			e.sets[key] = s
+		}
+		c.sets[i] = s
+	}
+	c.ok, c.ms = true, ms
+	return &c.sets
 }
 
 func (e *evmRollup) collectTxs(ctx context.Context, tx *store.Tx, chain string, blocks map[int64]*blockInfo) error {
