@@ -173,18 +173,18 @@ func BenchmarkIngestEVM(b *testing.B) {
 				// error ends the benchmark instead.
 				ctx, cancel := context.WithCancelCause(context.Background())
 				log := slog.New(failFast{Handler: slog.NewTextHandler(logw, nil), cancel: cancel})
-				// mid: the first commit at or past the run's middle (midHeight),
-				// from which the late rate is taken.
+				// mid and midAt: the first commit at or past the run's middle
+				// height, from which the late rate is taken.
 				var lastCommit, mid time.Time
-				midHeight := uint64(first + max(n/2, 1) - 1)
+				var midAt uint64
 				var commitCPU, commitServer, iterBuildCPU, iterBuildServer time.Duration
 				var commitWritten, iterBuildWritten int64
 				srv := newServerCPU(b, db)
 				p := ingest.New(db, []ingest.Chain{chain}, ingest.Options{UntilTip: true, CatchUp: catchUp,
 					AfterCommit: func(_ string, h uint64) {
 						lastCommit, commitCPU, commitWritten = time.Now(), cpuTime(), writtenBytes()
-						if mid.IsZero() && h >= midHeight {
-							mid, midHeight = lastCommit, h
+						if mid.IsZero() && h >= uint64(first+max(n/2, 1)-1) {
+							mid, midAt = lastCommit, h
 						}
 						if catchUp {
 							commitServer = srv.used() // a scan of /proc per batch
@@ -218,7 +218,7 @@ func BenchmarkIngestEVM(b *testing.B) {
 				b.StopTimer()
 				if !mid.IsZero() {
 					late += lastCommit.Sub(mid)
-					lateBlocks += float64(first + n - 1 - int(midHeight))
+					lateBlocks += float64(uint64(first+n-1) - midAt)
 				}
 				mem.add(sampler, lastCommit, catchUp, nodePID)
 				if strings.HasPrefix(dsn, "sqlite:") {

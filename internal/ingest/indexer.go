@@ -109,8 +109,8 @@ func stage[T any](ix Indexer) (T, bool) {
 
 // Prepare runs the Prepare of ix (or of the indexer it decorates) on each
 // block if it is a Preparer, and the first block's Collect if it is a
-// Collector (ApplyBlocks collects each next block while one is applied: the
-// first has no block before it).
+// Collector (ApplyBlocks' collector starts at the second block: the writer
+// applies the first at once).
 func Prepare(ix Indexer, blocks []RawBlock) {
 	if p, ok := stage[Preparer](ix); ok {
 		for i := range blocks {
