@@ -69,6 +69,7 @@ import "C"
 func init() {
 	_ = C.pf_memstatus_off()
 	_ = C.pf_malloc_config()
+	walBufferVFS = registerWALBuffer("permafrost-walbuf")
 }
 
 // sqliteMemoryUsed is SQLite's count of its allocated bytes: 0 while the

@@ -109,9 +109,13 @@ func openSQLite(ctx context.Context, path, dsn string) (*DB, error) {
 	// sets WAL mode itself, after the page size of a new database. Its
 	// connection takes no mutex per call (_mutex=no): database/sql hands a
 	// connection to one goroutine at a time.
-	w := sql.OpenDB(sqliteConnector{dsn: base + common + fmt.Sprintf("&_cache_size=-%d&_txlock=immediate&_mutex=no&_stmt_cache_size=%d",
-		writerCacheKiB, writerStmtCache),
-		pragmas: writerPragmas(!memory)})
+	wdsn := base + common + fmt.Sprintf("&_cache_size=-%d&_txlock=immediate&_mutex=no&_stmt_cache_size=%d",
+		writerCacheKiB, writerStmtCache)
+	if !memory && walBufferVFS != "" {
+		// The writer's WAL frames go out in large writes (sqlite_walbuf.go).
+		wdsn += "&vfs=" + walBufferVFS
+	}
+	w := sql.OpenDB(sqliteConnector{dsn: wdsn, pragmas: writerPragmas(!memory)})
 	if !memory {
 		common += "&_journal_mode=WAL"
 	}
