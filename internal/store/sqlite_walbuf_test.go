@@ -144,6 +144,7 @@ func TestWALBufferGathersCommitFrames(t *testing.T) {
 	if writes < 1400 {
 		t.Fatalf("SQLite wrote %d times to the WAL: the transaction is smaller than meant", writes)
 	}
+	t.Logf("SQLite's writes to the WAL %d, write calls to the file %d, bytes %d", writes, calls, st.Bytes-before.Bytes)
 	if calls*10 > writes {
 		t.Fatalf("%d of SQLite's %d writes reached the file as calls of their own: not gathered", calls, writes)
 	}
