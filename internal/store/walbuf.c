@@ -94,6 +94,7 @@ extern int sqlite3_file_control(sqlite3 *, const char *, int, void *) __attribut
 #define WB_OK 0
 #define WB_NOMEM 7
 #define WB_NOTFOUND 12
+#define WB_CANTOPEN 14
 #define WB_OPEN_WAL 0x00080000
 #define WB_SHM_UNLOCK 1
 #define WB_FRAME_HDR 24
@@ -354,7 +355,7 @@ static int wbOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags
 		// Every method above is forwarded: the root VFS must have them all.
 		p->real->pMethods->xClose(p->real);
 		p->base.pMethods = NULL;
-		return WB_NOTFOUND;
+		return WB_CANTOPEN;
 	}
 	if ((flags & WB_OPEN_WAL) && name) {
 		wbFile *db = (wbFile *)sqlite3_database_file_object(name);
