@@ -40,14 +40,15 @@ func registerWALBuffer(name string) string {
 	return name
 }
 
-// walBufferStats is what the shim counted on c's WAL: the write calls SQLite
+// walBufferStats is what the shim counted on a WAL: the write calls SQLite
 // made, the write calls that reached the file, the bytes written, and the
-// reads served from the buffer. ok is false if c's WAL is not open through
-// the shim.
+// reads served from the buffer.
 type walBufferStats struct {
 	Writes, Calls, Bytes, Served int64
 }
 
+// walBufferStatsOf reads c's counters; ok is false if c's WAL is not open
+// through the shim (tests check that the frames are gathered).
 func walBufferStatsOf(c *sqlite3.SQLiteConn) (st walBufferStats, ok bool) {
 	h := handle(c)
 	if h == nil {
