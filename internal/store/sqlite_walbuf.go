@@ -1,15 +1,7 @@
 package store
 
 /*
-#include <stdlib.h>
-
-typedef struct sqlite3 sqlite3;
-typedef struct pf_walbuf_stats {
-	long long writes, calls, bytes, served;
-} pf_walbuf_stats;
-
-int pf_walbuf_register(const char *name);
-int pf_walbuf_stats_of(sqlite3 *db, pf_walbuf_stats *st);
+#include "walbuf.h"
 */
 import "C"
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -44,10 +43,14 @@ func walStats(t *testing.T, c *sql.Conn) walBufferStats {
 	return st
 }
 
-// digest is the table's rows as a reader sees them.
-func digest(t *testing.T, q interface {
+// querier is a connection or a pool.
+type querier interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) (int, string) {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+// digest is the table's rows as q sees them: their count and a hash.
+func digest(t *testing.T, q querier) (int, string) {
 	t.Helper()
 	rows, err := q.QueryContext(context.Background(), `SELECT k, v FROM t ORDER BY k`)
 	if err != nil {
@@ -70,6 +73,22 @@ func digest(t *testing.T, q interface {
 	return n, fmt.Sprintf("%x", h.Sum(nil))
 }
 
+// sameRows checks that who (q) sees the n rows of digest want.
+func sameRows(t *testing.T, who string, q querier, n int, want string) {
+	t.Helper()
+	if got, sum := digest(t, q); got != n || sum != want {
+		t.Fatalf("%s: %d rows (%s), the writer %d (%s)", who, got, sum, n, want)
+	}
+}
+
+func integrityOK(t *testing.T, who string, q querier) {
+	t.Helper()
+	var ok string
+	if err := q.QueryRowContext(context.Background(), `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("%s: integrity_check %q, %v", who, ok, err)
+	}
+}
+
 // crashCopy copies the database and its WAL as a killed process leaves them
 // (no checkpoint, no shared memory), opens the copy through the default VFS,
 // which recovers it from the WAL alone, and checks it is sound.
@@ -77,19 +96,11 @@ func crashCopy(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	dir := t.TempDir()
 	for _, suffix := range []string{"", "-wal"} {
-		src, err := os.Open(path + suffix)
+		b, err := os.ReadFile(path + suffix)
 		if err != nil {
 			t.Fatal(err)
 		}
-		dst, err := os.Create(filepath.Join(dir, "c.db"+suffix))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(dst, src); err != nil {
-			t.Fatal(err)
-		}
-		src.Close()
-		if err := dst.Close(); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, "c.db"+suffix), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,10 +109,7 @@ func crashCopy(t *testing.T, path string) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	var ok string
-	if err := c.QueryRow(`PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("the crash copy: integrity_check %q, %v", ok, err)
-	}
+	integrityOK(t, "the crash copy", c)
 	return c
 }
 
@@ -155,12 +163,8 @@ func TestWALBufferGathersCommitFrames(t *testing.T) {
 	if n != 3000 {
 		t.Fatalf("the writer reads %d rows, want 3000", n)
 	}
-	if got, sum := digest(t, db.read); got != n || sum != want {
-		t.Fatalf("a reader sees %d rows (%s), the writer %d (%s)", got, sum, n, want)
-	}
-	if got, sum := digest(t, crashCopy(t, db.path)); got != n || sum != want {
-		t.Fatalf("the crash copy holds %d rows (%s), the writer %d (%s)", got, sum, n, want)
-	}
+	sameRows(t, "a reader", db.read, n, want)
+	sameRows(t, "the crash copy", crashCopy(t, db.path), n, want)
 }
 
 // A transaction bigger than the writer's page cache spills pages to the WAL
@@ -213,14 +217,7 @@ func TestWALBufferSpilledTransactions(t *testing.T) {
 	if st.Served == before.Served {
 		t.Fatal("no read was served from the buffer: the transactions did not spill into it")
 	}
-	var ok string
-	if err := c.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("integrity_check %q, %v", ok, err)
-	}
-	if got, sum := digest(t, db.read); got != rows || sum != want {
-		t.Fatalf("a reader sees %d rows (%s), the writer %d (%s)", got, sum, rows, want)
-	}
-	if got, sum := digest(t, crashCopy(t, db.path)); got != rows || sum != want {
-		t.Fatalf("the crash copy holds %d rows (%s), the writer %d (%s)", got, sum, rows, want)
-	}
+	integrityOK(t, "the writer", c)
+	sameRows(t, "a reader", db.read, rows, want)
+	sameRows(t, "the crash copy", crashCopy(t, db.path), rows, want)
 }

@@ -28,8 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "walbuf.h"
+
 typedef long long sqlite3_int64;
-typedef struct sqlite3 sqlite3;
 typedef struct sqlite3_file sqlite3_file;
 typedef struct sqlite3_io_methods sqlite3_io_methods;
 typedef struct sqlite3_vfs sqlite3_vfs;
@@ -106,14 +107,6 @@ extern int sqlite3_file_control(sqlite3 *, const char *, int, void *) __attribut
 // about 15 frames of 8 KiB pages a call instead of two calls a frame.
 #define WB_CAP (31 * 4096)
 
-// pf_walbuf_stats counts one WAL file's writes.
-typedef struct pf_walbuf_stats {
-	sqlite3_int64 writes;  // write calls SQLite made
-	sqlite3_int64 calls;   // write calls made to the file
-	sqlite3_int64 bytes;   // bytes written to the file
-	sqlite3_int64 served;  // reads served from the buffer
-} pf_walbuf_stats;
-
 typedef struct wbFile wbFile;
 struct wbFile {
 	sqlite3_file base;
@@ -133,11 +126,18 @@ static const sqlite3_io_methods wb_methods;
 
 static sqlite3_file *real(sqlite3_file *f) { return ((wbFile *)f)->real; }
 
+// wb_through writes to the file itself.
+static int wb_through(wbFile *w, const void *data, int amt, sqlite3_int64 ofs) {
+	int rc = w->real->pMethods->xWrite(w->real, data, amt, ofs);
+	w->st.calls++;
+	if (rc == WB_OK) w->st.bytes += amt;
+	return rc;
+}
+
 // wb_flush writes the buffered bytes; the stream goes on after them.
 static int wb_flush(wbFile *w) {
 	if (w->n == 0) return WB_OK;
-	int rc = w->real->pMethods->xWrite(w->real, w->buf, w->n, w->off);
-	w->st.calls++;
+	int rc = wb_through(w, w->buf, w->n, w->off);
 	if (rc != WB_OK) {
 		// The bytes are lost to the file: SQLite sees the error and rolls the
 		// transaction back; nothing after them may be buffered as continuing.
@@ -145,7 +145,6 @@ static int wb_flush(wbFile *w) {
 		w->off = -1;
 		return rc;
 	}
-	w->st.bytes += w->n;
 	w->off += w->n;
 	w->n = 0;
 	return WB_OK;
@@ -190,14 +189,6 @@ static int wbRead(sqlite3_file *f, void *out, int amt, sqlite3_int64 ofs) {
 	return w->real->pMethods->xRead(w->real, out, amt, ofs);
 }
 
-// wb_through writes to the file itself.
-static int wb_through(wbFile *w, const void *data, int amt, sqlite3_int64 ofs) {
-	int rc = w->real->pMethods->xWrite(w->real, data, amt, ofs);
-	w->st.calls++;
-	if (rc == WB_OK) w->st.bytes += amt;
-	return rc;
-}
-
 static int wbWrite(sqlite3_file *f, const void *data, int amt, sqlite3_int64 ofs) {
 	wbFile *w = (wbFile *)f;
 	if (!w->buf) return w->real->pMethods->xWrite(w->real, data, amt, ofs);
@@ -206,19 +197,11 @@ static int wbWrite(sqlite3_file *f, const void *data, int amt, sqlite3_int64 ofs
 	int hdr = amt == WB_FRAME_HDR;
 	int commit = hdr && be32((const char *)data + 4) != 0;
 	sqlite3_int64 end = w->off + w->n;
-	if (w->off >= 0 && ofs == end) {
+	if (w->off >= 0 && ofs == end && amt <= WB_CAP) {
 		// The stream goes on.
 		if (w->n + amt > WB_CAP && (rc = wb_flush(w)) != WB_OK) return rc;
-		if (amt > WB_CAP) {
-			if ((rc = wb_through(w, data, amt, ofs)) != WB_OK) {
-				w->off = -1;
-				return rc;
-			}
-			w->off += amt;
-		} else {
-			memcpy(w->buf + w->n, data, amt);
-			w->n += amt;
-		}
+		memcpy(w->buf + w->n, data, amt);
+		w->n += amt;
 		if (hdr) {
 			w->commit = commit;
 			return WB_OK;
@@ -390,8 +373,6 @@ static int wbCurrentTimeInt64(sqlite3_vfs *v, sqlite3_int64 *t) {
 	return wb_root->xCurrentTimeInt64(wb_root, t);
 }
 
-// pf_walbuf_register registers the shim over the default VFS as name: 1 on
-// success, 0 if SQLite's symbols or a version-2 default VFS are missing.
 int pf_walbuf_register(const char *name) {
 	if (!sqlite3_vfs_find || !sqlite3_vfs_register || !sqlite3_database_file_object) return 0;
 	if (wb_root) return 1;
@@ -424,8 +405,6 @@ int pf_walbuf_register(const char *name) {
 	return 1;
 }
 
-// pf_walbuf_stats_of reads the counters of db's WAL (main database) into
-// st: 0 if it is not open through the shim.
 int pf_walbuf_stats_of(sqlite3 *db, pf_walbuf_stats *st) {
 	if (!sqlite3_file_control) return 0;
 	return sqlite3_file_control(db, "main", WB_FCNTL_STATS, st) == WB_OK;
