@@ -115,6 +115,12 @@ func (t *Tx) waitPrev() error {
 // Dialect reports the backend of the transaction.
 func (t *Tx) Dialect() Dialect { return t.db.dialect }
 
+// IndexDeferred is the database's IndexDeferred: whether a bulk catch-up
+// has index deferred.
+func (t *Tx) IndexDeferred(ctx context.Context, index string) bool {
+	return t.db.IndexDeferred(ctx, index)
+}
+
 func (t *Tx) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 	if err := t.wait(); err != nil {
 		return nil, err

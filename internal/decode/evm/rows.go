@@ -128,7 +128,9 @@ type insertSpec struct {
 	copyKey   []int // column positions to sort the batch's rows by (batchCopied)
 	// sorted: the same insert with every column bound per row, for rows of
 	// many blocks in key order on SQLite (sqliteSorted); nil if no copyKey.
-	sorted *insertSpec
+	// sortedIndex is the SQLite index in that order (migration 0200).
+	sorted      *insertSpec
+	sortedIndex string
 
 	mu      sync.Mutex
 	queries map[int]string // SQLite: VALUES statement per row count
@@ -167,6 +169,13 @@ func batchCopied(s *insertSpec, key ...string) *insertSpec {
 		}
 		s.sorted = newInsert(s.table, cols, s.suffix)
 	}
+	return s
+}
+
+// sortedFor names the SQLite index whose order s's rows are sorted for
+// (sqliteSorted): s's table is clustered by block, the index is by key.
+func sortedFor(index string, s *insertSpec) *insertSpec {
+	s.sortedIndex = index
 	return s
 }
 

@@ -11,14 +11,19 @@ import (
 // sqliteSorted keeps, on SQLite, the rows of the address-keyed tables (the
 // insert specs with a sort key: address links, token, native and NFT owner
 // histories) and inserts them in key order, up to sortedRows at a time and
-// at the batch's Flush, in the batch's transaction. In block order each of
-// those rows lands on its key's own leaf, at a random place in a table
-// bigger than the writer's page cache: a page-cache miss (a read and an
-// eviction) and a seek from the root per row, 3.6-14 µs per row at 250,000
-// blocks against 1.4 µs for the tables keyed by block (docs/benchmarks.md,
-// "Ninth session"). In key order a leaf is read once per run of its keys.
-// Nothing reads these tables inside the batch before its Flush (the
-// PostgreSQL path loads them by COPY there: pgWriter).
+// at the batch's Flush, in the batch's transaction. The tables are clustered
+// by block (migration 0200): a block's rows append to their last leaves. But
+// each row also has an entry in the table's address-ordered index
+// (sortedIndex), and in block order each of those lands on its key's own
+// leaf, at a random place in an index bigger than the writer's page cache: a
+// page-cache miss (a read and an eviction) and a seek from the root per row,
+// 3.6-14 µs per row at 250,000 blocks against 1.4 µs for the tables keyed by
+// block (docs/benchmarks.md, "Ninth session"). In key order a leaf is read
+// once per run of its keys. While a bulk catch-up defers those indexes the
+// rows are written with their block, in block order, which the tables'
+// leaves want (docs/benchmarks.md "Eighteenth session"). Nothing reads these
+// tables inside the batch before its Flush (the PostgreSQL path loads them by
+// COPY there: pgWriter).
 //
 // A full lot is sorted on a goroutine of its own while the writer goes on
 // with the next blocks (the sort was 33 µs of the writer's CPU per block,
@@ -52,10 +57,11 @@ func sortedChunk(n int) int {
 	return 1 << (bits.Len(uint(n)) - 1)
 }
 
-// keep takes r's rows if its table is one kept; false: write them now.
-func (s *sqliteSorted) keep(r *rowSet) bool {
+// keep takes r's rows if its table is one kept and its index is not
+// deferred; false: write them now.
+func (s *sqliteSorted) keep(ctx context.Context, tx *store.Tx, r *rowSet) bool {
 	n := r.rows()
-	if s.max == 0 || r.spec.sorted == nil || n == 0 {
+	if s.max == 0 || r.spec.sorted == nil || n == 0 || tx.IndexDeferred(ctx, r.spec.sortedIndex) {
 		return false
 	}
 	if s.kept == nil {

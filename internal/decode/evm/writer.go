@@ -37,8 +37,8 @@ var (
 		cText("value"), cInt("gas_limit"), cText("gas_price"), cText("max_fee_per_gas"),
 		cText("max_priority_fee_per_gas"), cInt("gas_used"), cInt("nonce"), cInt("tx_type"), cInt("status"),
 		cText("method_id"), cInt("input_size"), cBlob("contract_address"), cInt("log_count")}, ""))
-	insAddrTxs = batchCopied(newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cInt("tx_index")}, ""), "address")
+	insAddrTxs = sortedFor("evm_address_txs_address", batchCopied(newInsert("evm_address_txs", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index")}, ""), "address"))
 	insLogs = batchCopied(newInsert("evm_logs", []column{bText("chain_key"), bInt("block_number"), cInt("log_index"),
 		cInt("tx_index"), cBlob("tx_hash"), cBlob("address"), cInt("topic_count"), cBlob("topic0"),
 		cBlob("topic1"), cBlob("topic2"), cBlob("topic3"), cBlob("data")}, "")) // already in key order
@@ -61,8 +61,8 @@ var (
 		cText("erc_type"), cText("owner"), cInt("owner_block"), cInt("first_block")},
 		"ON CONFLICT (chain_key, token, token_id) DO UPDATE SET owner = excluded.owner, owner_block = excluded.owner_block"+
 			" WHERE excluded.owner <> ''")
-	insNFTHistory = batchCopied(newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
-		cText("token_id"), bInt("block_number"), cBlob("owner")}, ""), "token", "token_id")
+	insNFTHistory = sortedFor("evm_nft_owner_history_token", batchCopied(newInsert("evm_nft_owner_history", []column{bText("chain_key"), cBlob("token"),
+		cText("token_id"), bInt("block_number"), cBlob("owner")}, ""), "token", "token_id"))
 	// max_balance (migration 0122) keeps the largest of the stored maximum and
 	// the batch's (decimals: the longer is larger, equal lengths compare as
 	// text; '' below every balance), for the Metrics API's token holders.
@@ -72,9 +72,9 @@ var (
 			" max_balance = CASE WHEN LENGTH(excluded.max_balance) > LENGTH(evm_token_balances.max_balance)"+
 			" OR (LENGTH(excluded.max_balance) = LENGTH(evm_token_balances.max_balance) AND excluded.max_balance > evm_token_balances.max_balance)"+
 			" THEN excluded.max_balance ELSE evm_token_balances.max_balance END")
-	insTokenHist = batchCopied(newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
+	insTokenHist = sortedFor("evm_token_balance_history_holder", batchCopied(newInsert("evm_token_balance_history", []column{bText("chain_key"), cBlob("holder"),
 		cText("erc_type"), cBlob("token"), cText("token_id"), bInt("block_number"), cText("balance")}, ""),
-		"holder", "erc_type", "token", "token_id")
+		"holder", "erc_type", "token", "token_id"))
 	// evm_token_balance_buckets (migration 0190, buckets.go): a key's span
 	// in a bucket may be written by several batches; the first one's first
 	// change and entering balance stay, the last one's last change wins, hi
@@ -89,14 +89,14 @@ var (
 	insNativeBal = newInsert("evm_native_balances", []column{bText("chain_key"), cBlob("address"),
 		cText("balance"), cInt("block_number")},
 		"ON CONFLICT (chain_key, address) DO UPDATE SET balance = excluded.balance, block_number = excluded.block_number")
-	insNativeHist = batchCopied(newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cText("balance")}, ""), "address")
+	insNativeHist = sortedFor("evm_native_balance_history_address", batchCopied(newInsert("evm_native_balance_history", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cText("balance")}, ""), "address"))
 	insInternals = batchCopied(newInsert("evm_internal_txs", []column{bText("chain_key"), bInt("block_number"), cInt("tx_index"),
 		cInt("trace_index"), cBlob("tx_hash"), bBlob("block_hash"), bInt("block_time"), cText("call_type"),
 		cBlob("from_addr"), cBlob("to_addr"), cText("value"), cInt("gas"), cInt("gas_used"), cInt("reverted"),
 		cInt("depth")}, ""))
-	insAddrInternals = batchCopied(newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
-		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, ""), "address")
+	insAddrInternals = sortedFor("evm_address_internals_address", batchCopied(newInsert("evm_address_internals", []column{bText("chain_key"), cBlob("address"),
+		bInt("block_number"), cInt("tx_index"), cInt("trace_index")}, ""), "address"))
 	insUntrusted = newInsert("evm_untrusted_balances", []column{bText("chain_key"), cBlob("address"),
 		bInt("since_block")}, "ON CONFLICT (chain_key, address) DO NOTHING")
 	insUntrustedTok = newInsert("evm_untrusted_tokens", []column{bText("chain_key"), cBlob("token"),
@@ -768,7 +768,7 @@ func (w *writer) write(ctx context.Context, tx *store.Tx) error {
 		return w.pg.write(ctx, tx, w.sets())
 	}
 	for _, r := range w.sets() {
-		if w.sq.keep(r) {
+		if w.sq.keep(ctx, tx, r) {
 			continue
 		}
 		if err := r.flush(ctx, tx); err != nil {
