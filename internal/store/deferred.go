@@ -184,12 +184,12 @@ func (db *DB) BuildDeferredIndexes(ctx context.Context, progress func(DeferredIn
 		// The pages the cache let go are free in malloc, not returned to
 		// the OS: without this, the sorter's memory came on top of them.
 		trimCHeap()
-		// An index build sorts the whole table: its sorter spills to
-		// temporary files, not to the writer's memory (as in Migrate).
-		if _, err := db.write.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+		// An index build sorts the whole table (as a migration may).
+		restore, err := db.bulkSort(ctx)
+		if err != nil {
 			return fmt.Errorf("store: build indexes: %w", err)
 		}
-		defer db.write.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY") //nolint:errcheck // best effort: only speed
+		defer restore()
 	}
 	for _, d := range list {
 		if progress != nil {
