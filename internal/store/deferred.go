@@ -109,14 +109,13 @@ func (db *DB) DeferIndexes(ctx context.Context, names []string) ([]DeferredIndex
 
 // writerCatchUpCacheKiB is the SQLite writer's page cache while indexes are
 // deferred (a bulk catch-up, whose batches are bigger: ingest.catchUpBatch).
-// A batch changes about one page per distinct address it touches in each
-// address-keyed history table; with writerCacheKiB most of those leaves were
-// read back from the OS (a pread and a copy each) and the cache spilled to
-// the WAL before the commit. With 2,000-block batches at 250,000 blocks,
-// 256 MiB wrote 290 KB per block, 192 MiB 320 KB, 64 MiB 456 KB (more than
-// 500-block batches); 256 MiB took the peak RSS to 483–496 MB, too close to
-// the 500 MB bound once a real chain fills the indexer's balance caches
-// (docs/benchmarks.md "Bulk catch-up, bigger batches").
+// It was sized for the address-keyed histories, whose rows then landed on
+// random leaves (256 MiB took the peak RSS to 483–496 MB, too close to the
+// 500 MB bound; docs/benchmarks.md "Bulk catch-up, bigger batches"). Since
+// migration 0200 those rows append, but the current balances' upserts still
+// gain from it over a long catch-up: 64 MiB was 11% slower over 100,000
+// blocks at 250,000, for 110 MB less peak RSS (docs/benchmarks.md
+// "Eighteenth session").
 const writerCatchUpCacheKiB = 196608
 
 // setWriterCache sets the SQLite writer connection's page cache (no-op on
