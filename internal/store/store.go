@@ -441,7 +441,7 @@ func (db *DB) applyMigration(ctx context.Context, name, body string) error {
 // index build sorts its entries) go to temporary files, not to the writer's
 // memory (writerPragmas); and the sorter may use the other cores: one
 // helper thread on two cores took the deferred indexes' build at 270,000
-// blocks from 58-64 s to 40-44 s, with the same CPU time (docs/benchmarks.md
+// blocks from 57-64 s to 40-44 s, for 10% more CPU time (docs/benchmarks.md
 // "Eighteenth session").
 func (db *DB) bulkSort(ctx context.Context) (restore func(), err error) {
 	threads := min(runtime.NumCPU()-1, 4)
