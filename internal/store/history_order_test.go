@@ -26,6 +26,7 @@ func TestHistoryBlockOrderMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := func(i int) []byte { return []byte(strings.Repeat(string(rune('a'+i%7)), 20)) }
+	chain := func(i int) string { return []string{"C", "C", "D"}[i%3] }
 	for _, c := range []struct {
 		table, oldKey, index, byAddress string
 		row                             func(i int) []any // the table's columns in order
@@ -87,25 +88,11 @@ func TestHistoryBlockOrderMigration(t *testing.T) {
 			if got := storetest.Rows(t, db, all); !reflect.DeepEqual(got, before) {
 				t.Errorf("the rows differ after the migration:\n%v\nwant\n%v", got, before)
 			}
-			var plan []string
-			rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT * FROM `+c.table+` WHERE chain_key = 'C' AND `+c.byAddress, addr(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
+			plan := strings.Split(strings.TrimSpace(storetest.SQLitePlan(t, db,
+				`SELECT * FROM `+c.table+` WHERE chain_key = 'C' AND `+c.byAddress, addr(3))), "\n")
 			if len(plan) != 1 || !strings.HasPrefix(plan[0], "SEARCH "+c.table+" USING COVERING INDEX "+c.index+" (chain_key=? AND ") {
 				t.Errorf("the address query's plan is not a seek of %s alone: %q", c.index, plan)
 			}
 		})
 	}
 }
-
-func chain(i int) string { return []string{"C", "C", "D"}[i%3] }

@@ -274,8 +274,6 @@ func (h *handlers) listErc721(r *http.Request) (any, error) {
 // later row up to N. inclusive also returns the cursor's own (contract,
 // token id) (the collectibles merge, where ERC-1155 sorts first).
 func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage, contract string, strict bool) ([]Erc721Token, error) {
-	// Pinned on SQLite: the history is clustered by block (migration 0200),
-	// and without statistics SQLite read it by its block range.
 	token := h.d.DB.Dialect().HexExpr("o.token") // NFT rows and contracts key addresses by text
 	vals := map[string]any{"chain": q.chain.Key, "owner": store.Hex(q.addr), "n": bp.n, "limit": bp.limit + 1}
 	cond := ""
@@ -291,6 +289,8 @@ func (h *handlers) erc721Owned(ctx context.Context, q *chainReq, bp balancePage,
 		vals["contract"] = store.Hex(contract)
 		cond += " AND o.token = @contract"
 	}
+	// The owner index pinned on SQLite: the history is clustered by block
+	// (migration 0200), and without statistics SQLite read it by block range.
 	rows, err := h.query(ctx, `SELECT o.token, o.token_id, n.token_uri, COALESCE(n.metadata_status, ''),
 			n.metadata, COALESCE(n.metadata_updated_at, 0), c.name, c.symbol
 		FROM evm_nft_owner_history o`+h.d.DB.IndexedBy(ctx, "evm_nft_owner_history_owner")+`
